@@ -57,6 +57,9 @@ const (
 	// ReasonAlarmActive (True): a member reports an alarm such as NOSPACE; free space (compact and
 	// defragment) or raise spec.etcd.quotaBackendBytes, then disarm the alarm.
 	ReasonAlarmActive = "AlarmActive"
+	// ReasonActionFailed (True): the last step failed (the message has the error); it is retried with
+	// backoff.
+	ReasonActionFailed = "ActionFailed"
 	// ReasonChangeRefused (True): the spec asks for a change the operator refuses to make; the message
 	// says why and what to do.
 	ReasonChangeRefused = "ChangeRefused"

@@ -37,6 +37,10 @@ type EtcdClusterStatus struct {
 	// Selector is the label selector of member Pods, for the scale subresource and autoscalers.
 	// +optional
 	Selector string `json:"selector,omitempty"`
+	// NextMemberIndex is the lowest member index never used: member names are never reused, so a new
+	// member can never meet a stale DNS record, Pod or retained PVC of a removed one.
+	// +optional
+	NextMemberIndex int32 `json:"nextMemberIndex,omitempty"`
 	// ClientURL is the address clients use: the client Service.
 	// +optional
 	ClientURL string `json:"clientURL,omitempty"`

@@ -6,7 +6,7 @@ import (
 )
 
 // EtcdClusterSpec is the cluster the user wants.
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.version) || !has(self.version) || self.version == oldSelf.version || (int(self.version.split('.')[0]) == int(oldSelf.version.split('.')[0]) && int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) && int(self.version.split('.')[2]) >= int(oldSelf.version.split('.')[2])) || (int(self.version.split('.')[0]) == int(oldSelf.version.split('.')[0]) && int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) + 1)",message="spec.version: downgrades and minor-version skips are refused; upgrade one minor version at a time (for example 3.5.x to 3.6.y) and never to a lower version"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.version) || !has(self.version) || self.version == oldSelf.version || !self.version.matches('^[0-9]{1,9}\\\\.[0-9]{1,9}\\\\.[0-9]{1,9}$') || !oldSelf.version.matches('^[0-9]{1,9}\\\\.[0-9]{1,9}\\\\.[0-9]{1,9}$') || (int(self.version.split('.')[0]) == int(oldSelf.version.split('.')[0]) && int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) && int(self.version.split('.')[2]) >= int(oldSelf.version.split('.')[2])) || (int(self.version.split('.')[0]) == int(oldSelf.version.split('.')[0]) && int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) + 1)",message="spec.version: downgrades and minor-version skips are refused; upgrade one minor version at a time (for example 3.5.x to 3.6.y) and never to a lower version"
 type EtcdClusterSpec struct {
 	// Size is the number of voting members. Odd sizes tolerate the most failures per member:
 	// 3 members survive 1 failure, 5 survive 2. Changing it scales the cluster one member at a time.
@@ -18,7 +18,7 @@ type EtcdClusterSpec struct {
 	// members one at a time, leader last. Downgrades and minor-version skips are refused.
 	// +kubebuilder:default="3.6.7"
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^3\\\\.(5|6)\\\\.(0|[1-9][0-9]*)$')",message="spec.version must be a supported etcd version 3.5.x or 3.6.x written as MAJOR.MINOR.PATCH without a leading v, for example 3.6.7"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^3\\\\.(5|6)\\\\.(0|[1-9][0-9]{0,8})$')",message="spec.version must be a supported etcd version 3.5.x or 3.6.x written as MAJOR.MINOR.PATCH without a leading v, for example 3.6.7"
 	Version string `json:"version"`
 
 	// Storage says where members keep their data.
@@ -67,7 +67,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.kind == oldSelf.kind",message="spec.storage.kind is immutable; to change storage, create a new EtcdCluster and move the data with a backup and restore"
 // +kubebuilder:validation:XValidation:rule="self.kind != 'Persistent' || has(self.size)",message="spec.storage.size is required when spec.storage.kind is Persistent, for example size: 8Gi"
 // +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="spec.storage.storageClassName is immutable; create a new EtcdCluster to use another class"
-// +kubebuilder:validation:XValidation:rule="self.kind != 'Persistent' || !has(oldSelf.size) || !has(self.size) || quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) == 0",message="spec.storage.size is immutable for Persistent storage; volume expansion is not supported yet"
+// +kubebuilder:validation:XValidation:rule="self.kind != 'Persistent' || !has(oldSelf.size) || !has(self.size) || !isQuantity(string(self.size)) || !isQuantity(string(oldSelf.size)) || quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) == 0",message="spec.storage.size is immutable for Persistent storage; volume expansion is not supported yet"
 // +kubebuilder:validation:XValidation:rule="self.kind != 'Ephemeral' || !has(self.storageClassName)",message="spec.storage.storageClassName applies only to kind Persistent; remove it or set kind: Persistent"
 // +kubebuilder:validation:XValidation:rule="self.kind != 'Ephemeral' || !has(self.retentionPolicy)",message="spec.storage.retentionPolicy applies only to kind Persistent; remove it or set kind: Persistent"
 type StorageSpec struct {
@@ -77,7 +77,7 @@ type StorageSpec struct {
 	Kind StorageKind `json:"kind,omitempty"`
 
 	// Size is the PVC request for Persistent storage, or the emptyDir size limit for Ephemeral storage.
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.storage.size must be greater than zero, for example 8Gi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.storage.size must be greater than zero, for example 8Gi"
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 
@@ -151,8 +151,8 @@ const (
 )
 
 // AutoCompaction configures etcd's automatic history compaction.
-// +kubebuilder:validation:XValidation:rule="self.mode != 'Revision' || self.retention.matches('^[1-9][0-9]*$')",message="spec.etcd.autoCompaction.retention must be a positive integer number of revisions when mode is Revision, for example 10000"
-// +kubebuilder:validation:XValidation:rule="self.mode != 'Periodic' || self.retention.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$')",message="spec.etcd.autoCompaction.retention must be a duration when mode is Periodic, for example 1h or 30m"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Revision' || self.retention.matches('^[1-9][0-9]{0,17}$')",message="spec.etcd.autoCompaction.retention must be a positive integer number of revisions when mode is Revision, for example 10000"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Periodic' || self.retention.matches('^([0-9]{1,5}(\\\\.[0-9]+)?(ms|s|m|h))+$')",message="spec.etcd.autoCompaction.retention must be a duration when mode is Periodic, for example 1h or 30m"
 type AutoCompaction struct {
 	// Mode is Periodic or Revision.
 	Mode CompactionMode `json:"mode"`
@@ -167,7 +167,7 @@ type AutoCompaction struct {
 type EtcdTuning struct {
 	// QuotaBackendBytes is the backend size at which etcd raises a NOSPACE alarm (--quota-backend-bytes).
 	// Between 16Mi and 100Gi; etcd's default is 2Gi and it suggests at most 8Gi.
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('16Mi')) >= 0 && quantity(string(self)).compareTo(quantity('100Gi')) <= 0",message="spec.etcd.quotaBackendBytes must be between 16Mi and 100Gi, for example 8Gi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).compareTo(quantity('16Mi')) >= 0 && quantity(string(self)).compareTo(quantity('100Gi')) <= 0",message="spec.etcd.quotaBackendBytes must be between 16Mi and 100Gi, for example 8Gi"
 	// +optional
 	QuotaBackendBytes *resource.Quantity `json:"quotaBackendBytes,omitempty"`
 	// AutoCompaction enables automatic compaction of the key history.

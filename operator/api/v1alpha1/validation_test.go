@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,17 +38,19 @@ var serial atomic.Int32
 func freshName() string { return fmt.Sprintf("validation-%03d", serial.Add(1)) }
 
 // validationCase is one object sent to the API server. The object starts as the minimal valid spec
-// {size: 3, version: "3.6.7"}; spec edits it before the create. When update is set, the create must succeed
-// and the verdict is about the update that follows. want lists substrings the rejection must contain (the
+// {size: 3, version: "3.6.7"}; spec edits it before the create. When update or patch is set, the create must
+// succeed and the verdict is about the update that follows. want lists substrings the rejection must contain (the
 // field and the fix); an empty want means the request must be accepted, after which check may inspect
 // the stored object.
 type validationCase struct {
-	name   string
-	spec   func(s *v1.EtcdClusterSpec)
-	raw    map[string]any // instead of spec: the spec sent as written, for omitted fields and plain integers
-	update func(s *v1.EtcdClusterSpec)
-	want   []string
-	check  func(t *testing.T, got *v1.EtcdCluster)
+	name    string
+	spec    func(s *v1.EtcdClusterSpec)
+	raw     map[string]any // instead of spec: the spec sent as written, for omitted fields and plain integers
+	update  func(s *v1.EtcdClusterSpec)
+	patch   string // instead of update: a JSON merge patch, for values the typed client cannot send
+	want    []string
+	notWant []string // substrings the rejection must not contain
+	check   func(t *testing.T, got *v1.EtcdCluster)
 }
 
 func q(s string) *resource.Quantity { return ptr.To(resource.MustParse(s)) }
@@ -62,13 +65,17 @@ func persistentClass(size, class string) v1.StorageSpec {
 	return s
 }
 
-func version(v string) func(*v1.EtcdClusterSpec) { return func(s *v1.EtcdClusterSpec) { s.Version = v } }
+func version(v string) func(*v1.EtcdClusterSpec) {
+	return func(s *v1.EtcdClusterSpec) { s.Version = v }
+}
 
 func storage(st v1.StorageSpec) func(*v1.EtcdClusterSpec) {
 	return func(s *v1.EtcdClusterSpec) { s.Storage = st }
 }
 
-func tuning(e v1.EtcdTuning) func(*v1.EtcdClusterSpec) { return func(s *v1.EtcdClusterSpec) { s.Etcd = e } }
+func tuning(e v1.EtcdTuning) func(*v1.EtcdClusterSpec) {
+	return func(s *v1.EtcdClusterSpec) { s.Etcd = e }
+}
 
 func compaction(mode v1.CompactionMode, retention string) func(*v1.EtcdClusterSpec) {
 	return tuning(v1.EtcdTuning{AutoCompaction: &v1.AutoCompaction{Mode: mode, Retention: retention}})
@@ -82,7 +89,9 @@ func annotations(a map[string]string) func(*v1.EtcdClusterSpec) {
 	return func(s *v1.EtcdClusterSpec) { s.Pod.Annotations = a }
 }
 
-func quota(v any) map[string]any { return map[string]any{"etcd": map[string]any{"quotaBackendBytes": v}} }
+func quota(v any) map[string]any {
+	return map[string]any{"etcd": map[string]any{"quotaBackendBytes": v}}
+}
 
 // Fragments of the rules' messages.
 const (
@@ -135,16 +144,20 @@ func cases() []validationCase {
 		{name: "version too long", spec: version("3.6." + strings.Repeat("1", 40)), want: []string{"spec.version", "Too long", "32"}},
 		{name: "version 3.5.0 accepted", spec: version("3.5.0")},
 		{name: "version 3.6.123 accepted", spec: version("3.6.123")},
+		// A patch too large for CEL's int could not be ordered by the downgrade rule.
+		{name: "version with 20-digit patch", spec: version("3.6.99999999999999999999"), want: []string{"spec.version", versionMsg}},
 
 		// Version changes.
 		{name: "downgrade 3.6.7 to 3.6.5", update: version("3.6.5"), want: []string{"spec.version", downgradeMsg, downgradeFix, "never to a lower version"}},
 		{name: "downgrade 3.6.7 to 3.5.21", update: version("3.5.21"), want: []string{"spec.version", downgradeMsg, downgradeFix}},
 		{name: "downgrade 3.6.10 to 3.6.9 (numeric, not lexical)", spec: version("3.6.10"), update: version("3.6.9"), want: []string{downgradeMsg}},
-		{name: "update to latest", update: version("latest"), want: []string{"spec.version", versionMsg}},
-		{name: "update to 3.6", update: version("3.6"), want: []string{"spec.version", versionMsg}},
-		{name: "update to v3.6.8", update: version("v3.6.8"), want: []string{"spec.version", versionMsg}},
+		// A malformed new version gets the format message only, not an error from the ordering rule.
+		{name: "update to latest", update: version("latest"), want: []string{"spec.version", versionMsg}, notWant: []string{downgradeMsg}},
+		{name: "update to 3.6", update: version("3.6"), want: []string{"spec.version", versionMsg}, notWant: []string{downgradeMsg}},
+		{name: "update to v3.6.8", update: version("v3.6.8"), want: []string{"spec.version", versionMsg}, notWant: []string{downgradeMsg}},
+		{name: "update to empty", update: version(""), want: []string{"spec.version", versionMsg}, notWant: []string{downgradeMsg}},
 		{name: "update to 4.0.0", update: version("4.0.0"), want: []string{"spec.version", versionMsg}},
-		{name: "update to empty", update: version(""), want: []string{"spec.version", versionMsg}},
+		{name: "update to 20-digit patch", update: version("3.6.99999999999999999999"), want: []string{"spec.version", versionMsg}},
 		{name: "upgrade 3.5.21 to 3.7.0 refused by format", spec: version("3.5.21"), update: version("3.7.0"), want: []string{"spec.version", versionMsg}},
 		{name: "upgrade 3.5.21 to 3.6.7", spec: version("3.5.21"), update: version("3.6.7"),
 			check: func(t *testing.T, got *v1.EtcdCluster) { wantEqual(t, "spec.version", got.Spec.Version, "3.6.7") }},
@@ -170,6 +183,8 @@ func cases() []validationCase {
 			want: []string{"spec.storage.retentionPolicy.whenScaled", unsupportedMsg, `"Delete", "Retain"`}},
 		{name: "retention whenDeleted delete (case)", spec: storage(v1.StorageSpec{Kind: v1.StoragePersistent, Size: q("1Gi"), RetentionPolicy: &v1.PVCRetentionPolicy{WhenDeleted: "delete"}}),
 			want: []string{"spec.storage.retentionPolicy.whenDeleted", unsupportedMsg}},
+		{name: "storage size not a quantity", raw: map[string]any{"storage": map[string]any{"kind": "Persistent", "size": "8 GB"}},
+			want: []string{"spec.storage.size", "should match"}},
 		{name: "storage kind defaults to Ephemeral",
 			check: func(t *testing.T, got *v1.EtcdCluster) {
 				wantEqual(t, "spec.storage.kind", got.Spec.Storage.Kind, v1.StorageEphemeral)
@@ -192,6 +207,8 @@ func cases() []validationCase {
 		{name: "persistent size changed", spec: storage(persistent("8Gi")), update: storage(persistent("16Gi")),
 			want: []string{"spec.storage", sizeImmutable, "volume expansion is not supported"}},
 		{name: "persistent size removed", spec: storage(persistent("8Gi")), update: storage(v1.StorageSpec{Kind: v1.StoragePersistent}), want: []string{sizeReqMsg}},
+		{name: "persistent size changed to a non-quantity", spec: storage(persistent("8Gi")),
+			patch: `{"spec":{"storage":{"size":"8 GB"}}}`, want: []string{"spec.storage.size", "should match"}},
 		{name: "persistent size rewritten as equal quantity", spec: storage(persistent("8Gi")), update: storage(persistent("8192Mi"))},
 		{name: "ephemeral size limit changed", spec: storage(v1.StorageSpec{Kind: v1.StorageEphemeral, Size: q("1Gi")}),
 			update: storage(v1.StorageSpec{Kind: v1.StorageEphemeral, Size: q("2Gi")})},
@@ -206,7 +223,7 @@ func cases() []validationCase {
 		{name: "quota 100Gi accepted", spec: tuning(v1.EtcdTuning{QuotaBackendBytes: q("100Gi")})},
 		{name: "quota 0.5Gi accepted", spec: tuning(v1.EtcdTuning{QuotaBackendBytes: q("0.5Gi")})},
 		{name: "quota not a quantity", raw: map[string]any{"size": 3, "version": "3.6.7", "etcd": map[string]any{"quotaBackendBytes": "8 GB"}},
-			want: []string{"spec.etcd.quotaBackendBytes"}},
+			want: []string{"spec.etcd.quotaBackendBytes", "should match"}},
 		{name: "quota plain integer 8589934592 accepted", raw: quota(int64(8589934592)),
 			check: func(t *testing.T, got *v1.EtcdCluster) {
 				if got.Spec.Etcd.QuotaBackendBytes == nil || got.Spec.Etcd.QuotaBackendBytes.Cmp(resource.MustParse("8Gi")) != 0 {
@@ -216,6 +233,11 @@ func cases() []validationCase {
 		{name: "quota plain integer 1048576", raw: quota(int64(1048576)), want: []string{"spec.etcd.quotaBackendBytes", quotaMsg}},
 		{name: "compaction Revision 1h", spec: compaction(v1.CompactionRevision, "1h"), want: []string{"spec.etcd.autoCompaction", revisionMsg}},
 		{name: "compaction Revision 0", spec: compaction(v1.CompactionRevision, "0"), want: []string{revisionMsg}},
+		// etcd parses the retention into an int64; a value that overflows it stops etcd from starting.
+		{name: "compaction Revision 19 digits", spec: compaction(v1.CompactionRevision, "9999999999999999999"), want: []string{revisionMsg}},
+		{name: "compaction Revision 18 digits accepted", spec: compaction(v1.CompactionRevision, "999999999999999999")},
+		{name: "compaction Periodic overflowing hours", spec: compaction(v1.CompactionPeriodic, "99999999999999h"), want: []string{periodicMsg}},
+		{name: "compaction Periodic 5 components of 99999h accepted", spec: compaction(v1.CompactionPeriodic, "99999h99999h99999h99999h99999h")},
 		{name: "compaction Revision 10000 accepted", spec: compaction(v1.CompactionRevision, "10000")},
 		{name: "compaction Periodic abc", spec: compaction(v1.CompactionPeriodic, "abc"), want: []string{"spec.etcd.autoCompaction", periodicMsg}},
 		{name: "compaction Periodic 10 (no unit)", spec: compaction(v1.CompactionPeriodic, "10"), want: []string{periodicMsg}},
@@ -354,16 +376,25 @@ func TestValidation(t *testing.T) {
 				}
 				err = env.Client.Create(ctx, obj)
 			}
-			if c.update != nil {
+			if c.update != nil || c.patch != "" {
 				if err != nil {
 					t.Fatalf("create before the update was refused: %v", err)
 				}
 				obj := get(t, name)
-				c.update(&obj.Spec)
-				err = env.Client.Update(ctx, obj)
+				if c.patch != "" {
+					err = env.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(c.patch)))
+				} else {
+					c.update(&obj.Spec)
+					err = env.Client.Update(ctx, obj)
+				}
 			}
 			if len(c.want) > 0 {
 				wantRejected(t, err, c.want...)
+				for _, w := range c.notWant {
+					if strings.Contains(err.Error(), w) {
+						t.Errorf("error contains %q:\n%v", w, err)
+					}
+				}
 				return
 			}
 			if err != nil {
@@ -445,8 +476,9 @@ func wantRejected(t *testing.T, err error, want ...string) {
 		if !strings.HasPrefix(strings.TrimPrefix(c.Field, "."), "spec") || !strings.Contains(c.Field+": "+c.Message, "spec.") {
 			t.Errorf("cause does not name a spec field: field %q, message %q", c.Field, c.Message)
 		}
-		if testing.Verbose() {
-			t.Logf("CAUSE %s: %s", c.Field, c.Message)
+		// A CEL rule that fails to evaluate reports "<error> evaluating rule: <message>".
+		if strings.Contains(c.Message, "evaluating rule") {
+			t.Errorf("a rule failed to evaluate instead of refusing cleanly: %s: %s\nfull error: %v", c.Field, c.Message, err)
 		}
 	}
 }

@@ -26,7 +26,9 @@ func DefaultConfig() Config {
 }
 
 // Image is the etcd image for a version.
-func (c Config) Image(version string) string { return fmt.Sprintf("%s:v%s", c.ImageRepository, version) }
+func (c Config) Image(version string) string {
+	return fmt.Sprintf("%s:v%s", c.ImageRepository, version)
+}
 
 // DNS returns the name helper for one cluster.
 func (c Config) DNS(cluster *etcdv1.EtcdCluster) etcdv1.DNS {

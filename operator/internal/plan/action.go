@@ -47,6 +47,8 @@ type Action struct {
 	TargetID uint64
 	// Members are the Pods to create (Bootstrap).
 	Members []string
+	// InitialCluster names every member of the bootstrap, for --initial-cluster (Bootstrap).
+	InitialCluster []string
 	// Force deletes a Pod without a grace period (its node is gone).
 	Force bool
 	// Reason is the Progressing condition reason this step belongs to.

@@ -60,7 +60,9 @@ type Cluster struct {
 	Version    string // desired etcd version
 	ConfigHash string // desired hash of settings that need a new Pod
 	Persistent bool   // members keep data in PVCs
-	Paused     bool
+	// DeletePVCOnScaleDown: a removed member's PVC is deleted (retention policy whenScaled: Delete).
+	DeletePVCOnScaleDown bool
+	Paused               bool
 
 	// Bootstrapped is true once a cluster has formed (etcd answered a member list, now or before).
 	Bootstrapped bool

@@ -57,7 +57,7 @@ func bootstrap(c Cluster) Action {
 		}
 	}
 	if len(missing) > 0 {
-		return Action{Kind: Bootstrap, Members: missing, Reason: etcdv1.ReasonCreating,
+		return Action{Kind: Bootstrap, Members: missing, InitialCluster: names, Reason: etcdv1.ReasonCreating,
 			Message: fmt.Sprintf("creating %d initial members of a %d-member cluster", len(missing), len(names))}
 	}
 	return wait(etcdv1.ReasonCreating, fmt.Sprintf("waiting for %d initial members to form a cluster", len(names)))
@@ -90,6 +90,10 @@ func cleanup(c Cluster) (Action, bool) {
 		if m.Pod != PodMissing && m.Pod != PodTerminating {
 			return Action{Kind: DeletePod, Member: m.Name, Reason: etcdv1.ReasonScalingDown,
 				Message: "member is not in etcd's member list; deleting its Pod"}, true
+		}
+		if m.Pod == PodMissing && m.HasPVC && c.DeletePVCOnScaleDown {
+			return Action{Kind: DeletePVC, Member: m.Name, Reason: etcdv1.ReasonScalingDown,
+				Message: "deleting the PVC of a removed member (retentionPolicy.whenScaled: Delete)"}, true
 		}
 	}
 	return Action{}, false

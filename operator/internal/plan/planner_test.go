@@ -55,11 +55,15 @@ func TestNext(t *testing.T) {
 		{name: "scale down removes the newest non-leader", in: cluster(5, size(3)), kind: RemoveMember, member: "e-4"},
 		{name: "scale down removes an unhealthy member first", in: cluster(5, size(3), down(1)), kind: RemoveMember, member: "e-1"},
 		{name: "scale down moves leadership off a leader victim",
-			in: cluster(3, size(1), leader(2), func(c *Cluster) { c.Members[0].Healthy = true }, edit(2, func(m *Member) { m.PodConfigHash = "old" })),
+			in:   cluster(3, size(1), leader(2), func(c *Cluster) { c.Members[0].Healthy = true }, edit(2, func(m *Member) { m.PodConfigHash = "old" })),
 			kind: MoveLeader, member: "e-2", target: 0x100},
 		{name: "scale down never skips the leader rule", in: cluster(2, size(1), leader(1)), kind: RemoveMember, member: "e-0"},
 		{name: "scale down refused without quorum", in: cluster(3, size(2), down(0), down(1)), kind: Wait, refused: true,
 			contains: "quorum"},
+		{name: "PVC of a removed member is deleted per policy", in: cluster(4, size(3), persistent(), removed(3), podState(3, PodMissing),
+			func(c *Cluster) { c.DeletePVCOnScaleDown = true }), kind: DeletePVC, member: "e-3"},
+		{name: "PVC of a removed member is kept per policy", in: cluster(4, size(3), persistent(), removed(3), podState(3, PodMissing)),
+			kind: None},
 		{name: "orphan Pod of a removed member is deleted", in: cluster(4, size(3), removed(3)), kind: DeletePod, member: "e-3"},
 
 		// Failed members.
@@ -78,14 +82,14 @@ func TestNext(t *testing.T) {
 		{name: "member lost data but removal would lose quorum", in: cluster(3, podState(1, PodMissing), down(1), down(2)),
 			kind: Wait, refused: true},
 		{name: "unreachable persistent cluster recreates known Pods",
-			in: cluster(3, persistent(), unreachableEtcd(), podState(0, PodMissing), podState(1, PodMissing), podState(2, PodMissing)),
+			in:   cluster(3, persistent(), unreachableEtcd(), podState(0, PodMissing), podState(1, PodMissing), podState(2, PodMissing)),
 			kind: CreatePod, member: "e-0"},
 		{name: "unreachable ephemeral cluster waits", in: cluster(3, unreachableEtcd(), podState(0, PodMissing)), kind: Wait},
 
 		// Rolling changes.
 		{name: "upgrade starts with a non-leader", in: cluster(3, version("3.6.8")), kind: Upgrade, member: "e-1", reason: etcdv1.ReasonUpgrading},
 		{name: "upgrade moves leadership before the leader",
-			in: cluster(3, version("3.6.8"), edit(1, func(m *Member) { m.PodVersion = "3.6.8" }), edit(2, func(m *Member) { m.PodVersion = "3.6.8" })),
+			in:   cluster(3, version("3.6.8"), edit(1, func(m *Member) { m.PodVersion = "3.6.8" }), edit(2, func(m *Member) { m.PodVersion = "3.6.8" })),
 			kind: MoveLeader, member: "e-0", target: 0x101},
 		{name: "upgrade waits for every member healthy", in: cluster(3, version("3.6.8"), down(2)), kind: Wait},
 		{name: "single member upgrades in place", in: cluster(1, version("3.6.8")), kind: Upgrade, member: "e-0"},

@@ -1,0 +1,324 @@
+package controller_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/quorumkit/etcd-operator/operator/api/v1alpha1"
+)
+
+func spec3() etcdv1.EtcdClusterSpec {
+	return etcdv1.EtcdClusterSpec{Size: 3, Version: "3.6.7"}
+}
+
+func TestCreateMakesMembersServicesAndPDB(t *testing.T) {
+	h := newHarness(t, spec3())
+	h.reconcile()
+
+	cl := h.cluster()
+	wantCondition(t, cl, etcdv1.ConditionAvailable, metav1.ConditionFalse, etcdv1.ReasonBootstrapping)
+	wantCondition(t, cl, etcdv1.ConditionProgressing, metav1.ConditionTrue, etcdv1.ReasonCreating)
+	if got := h.podNames(); !slices.Equal(got, []string{"e-0", "e-1", "e-2"}) {
+		t.Fatalf("pods = %v, want all three initial members at once", got)
+	}
+	for name, p := range h.pods() {
+		assertOwned(t, cl, p)
+		if got := arg(p, "initial-cluster-state"); got != "new" {
+			t.Errorf("%s initial-cluster-state = %q, want new", name, got)
+		}
+		if got := strings.Count(arg(p, "initial-cluster"), "="); got != 3 {
+			t.Errorf("%s initial-cluster has %d members: %s", name, got, arg(p, "initial-cluster"))
+		}
+		if got := arg(p, "initial-cluster-token"); got != string(cl.UID) {
+			t.Errorf("%s token = %q, want the cluster UID", name, got)
+		}
+	}
+
+	var peer, clientSvc corev1.Service
+	must(t, h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "e-peer"}, &peer))
+	must(t, h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "e"}, &clientSvc))
+	if peer.Spec.ClusterIP != corev1.ClusterIPNone || !peer.Spec.PublishNotReadyAddresses {
+		t.Errorf("peer service must be headless and publish not-ready addresses: %+v", peer.Spec)
+	}
+	if clientSvc.Spec.ClusterIP == corev1.ClusterIPNone || clientSvc.Spec.PublishNotReadyAddresses {
+		t.Errorf("client service must be a normal ClusterIP service of ready members: %+v", clientSvc.Spec)
+	}
+	var pdb policyv1.PodDisruptionBudget
+	must(t, h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "e"}, &pdb))
+	if pdb.Spec.MaxUnavailable.IntValue() != 1 {
+		t.Errorf("PDB maxUnavailable = %v, want 1 for 3 members", pdb.Spec.MaxUnavailable)
+	}
+	for _, obj := range []client.Object{&peer, &clientSvc, &pdb} {
+		assertOwned(t, cl, obj)
+	}
+
+	h.settle()
+	cl = h.cluster()
+	wantCondition(t, cl, etcdv1.ConditionAvailable, metav1.ConditionTrue, etcdv1.ReasonQuorumHealthy)
+	wantCondition(t, cl, etcdv1.ConditionProgressing, metav1.ConditionFalse, etcdv1.ReasonReconciled)
+	wantCondition(t, cl, etcdv1.ConditionDegraded, metav1.ConditionFalse, etcdv1.ReasonHealthy)
+	st := cl.Status
+	if st.ReadyMembers != 3 || st.Replicas != 3 || len(st.Members) != 3 || st.CurrentVersion != "3.6.7" || st.ClusterID == "" || st.LeaderID == "" {
+		t.Fatalf("status = %+v", st)
+	}
+	if st.Selector == "" || st.NextMemberIndex != 3 || !strings.HasPrefix(st.ClientURL, "http://e."+h.ns+".svc") {
+		t.Errorf("selector/next index/client URL: %q %d %q", st.Selector, st.NextMemberIndex, st.ClientURL)
+	}
+	leaders := 0
+	for _, m := range st.Members {
+		if m.Leader {
+			leaders++
+		}
+		if !m.Healthy || m.Role != etcdv1.RoleVoter || m.ID == "" || m.PeerURL == "" || m.ClientURL == "" || m.DBSizeBytes == 0 {
+			t.Errorf("member status incomplete: %+v", m)
+		}
+	}
+	if leaders != 1 {
+		t.Errorf("%d leaders in status", leaders)
+	}
+	if len(h.calls()) != 0 {
+		t.Errorf("a bootstrap needs no membership calls, got %v", h.calls())
+	}
+	if ev := h.events(); !slices.ContainsFunc(ev, func(e string) bool { return strings.Contains(e, "MembersCreated") }) {
+		t.Errorf("no MembersCreated event in %v", ev)
+	}
+}
+
+func assertOwned(t *testing.T, cl *etcdv1.EtcdCluster, obj client.Object) {
+	t.Helper()
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.UID != cl.UID || ref.Kind != "EtcdCluster" || !ptr.Deref(ref.BlockOwnerDeletion, false) {
+		t.Errorf("%s %s is not controlled by the cluster (garbage collection would miss it): %+v", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), obj.GetOwnerReferences())
+	}
+}
+
+func TestScaleUpThroughOneLearnerAtATime(t *testing.T) {
+	h := newHarness(t, spec3())
+	h.settle()
+	h.update(func(c *etcdv1.EtcdCluster) { c.Spec.Size = 5 })
+
+	h.reconcile() // adds learner e-3
+	if got := h.calls(); len(got) != 1 || !strings.HasPrefix(got[0], "AddLearner [http://e-3.e-peer.") {
+		t.Fatalf("calls = %v, want one AddLearner for e-3", got)
+	}
+	h.reconcile() // creates its Pod
+	p := h.pods()["e-3"]
+	if p == nil {
+		t.Fatal("no Pod for the learner")
+	}
+	if arg(p, "initial-cluster-state") != "existing" || strings.Count(arg(p, "initial-cluster"), "=") != 4 {
+		t.Fatalf("joining member args: state %q cluster %q", arg(p, "initial-cluster-state"), arg(p, "initial-cluster"))
+	}
+	h.reconcile() // Pod not running yet: no second learner
+	if n := len(h.calls()); n != 1 {
+		t.Fatalf("a second membership change happened before the learner ran: %v", h.calls())
+	}
+	h.settle()
+	cl := h.cluster()
+	if cl.Status.ReadyMembers != 5 || cl.Status.Replicas != 5 {
+		t.Fatalf("status after scale-up: %+v", cl.Status)
+	}
+	want := []string{"AddLearner", "Promote", "AddLearner", "Promote"}
+	if got := verbs(h.calls()); !slices.Equal(got, want) {
+		t.Fatalf("calls = %v, want %v", h.calls(), want)
+	}
+}
+
+func TestScaleDownRemovesNewestNonLeaderThenItsPod(t *testing.T) {
+	h := newHarness(t, spec3())
+	h.settle()
+	h.update(func(c *etcdv1.EtcdCluster) { c.Spec.Size = 1 })
+	h.settle()
+	if got := h.podNames(); len(got) != 1 {
+		t.Fatalf("pods after scale-down to 1: %v", got)
+	}
+	leader := h.etcd.Leader()
+	for _, c := range h.calls() {
+		if c == fmt.Sprintf("Remove %x", leader) {
+			t.Fatalf("the leader was removed: %v", h.calls())
+		}
+	}
+	if got := verbs(h.calls()); !slices.Equal(got, []string{"Remove", "Remove"}) && !slices.Equal(got, []string{"Remove", "MoveLeader", "Remove"}) {
+		t.Fatalf("calls = %v", h.calls())
+	}
+	var pdb policyv1.PodDisruptionBudget
+	must(t, h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "e"}, &pdb))
+	if pdb.Spec.MaxUnavailable.IntValue() != 0 {
+		t.Errorf("PDB maxUnavailable = %v, want 0 for one member", pdb.Spec.MaxUnavailable)
+	}
+	h.update(func(c *etcdv1.EtcdCluster) { c.Spec.Size = 3 })
+	h.settle()
+	names := h.podNames()
+	if len(names) != 3 || slices.Contains(names, "e-1") || slices.Contains(names, "e-2") {
+		t.Fatalf("scale back up must use fresh names, got %v", names)
+	}
+}
+
+func TestEphemeralMemberLostIsReplacedByAFreshOne(t *testing.T) {
+	h := newHarness(t, spec3())
+	h.settle()
+	victim := nonLeader(h)
+	h.etcd.SetDown(victim, true)
+	h.deletePod(victim)
+	h.settle()
+	names := h.podNames()
+	if len(names) != 3 || slices.Contains(names, victim) || !slices.Contains(names, "e-3") {
+		t.Fatalf("pods = %v, want %s replaced by e-3", names, victim)
+	}
+	if got := verbs(h.calls()); !slices.Equal(got, []string{"Remove", "AddLearner", "Promote"}) {
+		t.Fatalf("calls = %v", h.calls())
+	}
+	ev := strings.Join(h.events(), "\n")
+	for _, want := range []string{"MemberRemoved", "LearnerAdded", "LearnerPromoted"} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("no %s event in:\n%s", want, ev)
+		}
+	}
+}
+
+func TestPersistentMemberComesBackOnItsData(t *testing.T) {
+	s := spec3()
+	s.Storage = etcdv1.StorageSpec{Kind: etcdv1.StoragePersistent, Size: ptr.To(resource.MustParse("1Gi"))}
+	h := newHarness(t, s)
+	h.settle()
+	var pvcs corev1.PersistentVolumeClaimList
+	must(t, h.c.List(h.ctx, &pvcs, client.InNamespace(h.ns)))
+	if len(pvcs.Items) != 3 {
+		t.Fatalf("%d PVCs, want 3", len(pvcs.Items))
+	}
+	for _, p := range pvcs.Items {
+		if metav1.GetControllerOf(&p) != nil {
+			t.Errorf("PVC %s is owned by default; whenDeleted defaults to Retain", p.Name)
+		}
+	}
+	victim := nonLeader(h)
+	h.etcd.SetDown(victim, true)
+	h.deletePod(victim)
+	h.reconcile()
+	if h.pods()[victim] == nil {
+		t.Fatalf("Pod %s was not recreated under the same name", victim)
+	}
+	h.settle()
+	if len(h.calls()) != 0 {
+		t.Fatalf("recreating a member on its data needs no membership change, got %v", h.calls())
+	}
+}
+
+func TestPausedClusterIsLeftAloneButReported(t *testing.T) {
+	h := newHarness(t, spec3())
+	h.settle()
+	h.update(func(c *etcdv1.EtcdCluster) { c.Spec.Paused = true; c.Spec.Size = 5 })
+	victim := nonLeader(h)
+	h.etcd.SetDown(victim, true)
+	h.deletePod(victim)
+	for range 3 {
+		h.reconcile()
+	}
+	if len(h.calls()) != 0 || h.pods()[victim] != nil || len(h.pods()) != 2 {
+		t.Fatalf("paused cluster changed: calls %v pods %v", h.calls(), h.podNames())
+	}
+	cl := h.cluster()
+	wantCondition(t, cl, etcdv1.ConditionProgressing, metav1.ConditionFalse, etcdv1.ReasonPaused)
+	wantCondition(t, cl, etcdv1.ConditionDegraded, metav1.ConditionTrue, etcdv1.ReasonMembersUnhealthy)
+	if cl.Status.ReadyMembers != 2 {
+		t.Errorf("status not reported while paused: ready %d", cl.Status.ReadyMembers)
+	}
+	h.update(func(c *etcdv1.EtcdCluster) { c.Spec.Paused = false })
+	h.settle()
+	if got := h.cluster().Status.ReadyMembers; got != 5 {
+		t.Fatalf("after resume: %d ready, want 5", got)
+	}
+}
+
+func TestScaleDownRefusedWithoutQuorum(t *testing.T) {
+	h := newHarness(t, spec3())
+	h.settle()
+	for _, m := range h.cluster().Status.Members {
+		if !m.Leader {
+			h.etcd.SetDown(m.Name, true)
+		}
+	}
+	h.update(func(c *etcdv1.EtcdCluster) { c.Spec.Size = 1 })
+	h.reconcile()
+	h.reconcile()
+	if len(h.calls()) != 0 {
+		t.Fatalf("membership changed without quorum: %v", h.calls())
+	}
+	cl := h.cluster()
+	wantCondition(t, cl, etcdv1.ConditionAvailable, metav1.ConditionFalse, etcdv1.ReasonQuorumLost)
+	wantCondition(t, cl, etcdv1.ConditionDegraded, metav1.ConditionTrue, etcdv1.ReasonQuorumLost)
+}
+
+func TestRollingSettingsChangeRecreatesLeaderLast(t *testing.T) {
+	s := spec3()
+	s.Storage = etcdv1.StorageSpec{Kind: etcdv1.StoragePersistent, Size: ptr.To(resource.MustParse("1Gi"))}
+	h := newHarness(t, s)
+	h.settle()
+	leaderName := leaderOf(h)
+	h.update(func(c *etcdv1.EtcdCluster) { c.Spec.Etcd.SnapshotCount = ptr.To[int64](5000) })
+	var order []string
+	for range 60 {
+		before := h.pods()
+		h.reconcile()
+		after := h.pods()
+		for name, p := range before {
+			if q := after[name]; q == nil || q.UID != p.UID {
+				order = append(order, name)
+			}
+		}
+		h.runPods()
+		cl := h.cluster()
+		if c := findCondition(cl, etcdv1.ConditionProgressing); c.Status == metav1.ConditionFalse && cl.Status.ObservedGeneration == cl.Generation {
+			break
+		}
+	}
+	if len(order) != 3 || order[2] != leaderName {
+		t.Fatalf("recreate order %v, want 3 members with the leader %s last", order, leaderName)
+	}
+	for name, p := range h.pods() {
+		if !slices.Contains(p.Spec.Containers[0].Args, "--snapshot-count=5000") {
+			t.Errorf("%s still runs the old settings", name)
+		}
+	}
+	if !slices.Contains(verbs(h.calls()), "MoveLeader") {
+		t.Errorf("leadership was not moved before recreating the leader: %v", h.calls())
+	}
+}
+
+func nonLeader(h *harness) string {
+	for _, m := range h.cluster().Status.Members {
+		if !m.Leader {
+			return m.Name
+		}
+	}
+	h.t.Fatal("no non-leader")
+	return ""
+}
+
+func leaderOf(h *harness) string {
+	for _, m := range h.cluster().Status.Members {
+		if m.Leader {
+			return m.Name
+		}
+	}
+	h.t.Fatal("no leader")
+	return ""
+}
+
+func verbs(calls []string) []string {
+	out := make([]string, len(calls))
+	for i, c := range calls {
+		out[i], _, _ = strings.Cut(c, " ")
+	}
+	return out
+}
+
