@@ -18,11 +18,13 @@ const (
 	ReasonQuorumHealthy = "QuorumHealthy"
 	// ReasonBootstrapping (Available=False): the initial members are starting and have not formed a cluster.
 	ReasonBootstrapping = "Bootstrapping"
-	// ReasonQuorumLost (Available=False, Degraded=True): fewer than a quorum of voters are healthy. The
+	// ReasonQuorumLost (Available=False, Degraded=True): fewer than a quorum of voters are healthy (or some
+	// members answer but none can serve the member list). The
 	// operator makes no membership change; members come back as their Pods recover. If a majority of
 	// members lost their data, restore from a backup.
 	ReasonQuorumLost = "QuorumLost"
-	// ReasonEtcdUnreachable (Available=False): no member answered the member list request.
+	// ReasonEtcdUnreachable (Available=False, Degraded=True): no member answered at all, for example
+	// because no member Pod runs.
 	ReasonEtcdUnreachable = "EtcdUnreachable"
 )
 

@@ -5,11 +5,13 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,13 +40,15 @@ type Reconciler struct {
 	metrics                 *clusterMetrics
 }
 
-// +kubebuilder:rbac:groups=etcd.quorumkit.dev,resources=etcdclusters,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=etcd.quorumkit.dev,resources=etcdclusters/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=core,resources=pods,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=core,resources=services,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=core,resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+// Least privilege: Services and PDBs are only server-side applied (patch creates them); the EtcdCluster
+// itself is never written, only its status; Nodes are read to tell a lost node.
+// +kubebuilder:rbac:groups=etcd.quorumkit.dev,resources=etcdclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd.quorumkit.dev,resources=etcdclusters/status,verbs=get;patch
+// +kubebuilder:rbac:groups=core,resources=pods,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=core,resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=core,resources=services,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=core,resources=nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile is one pass: observe, apply the desired Services and PDB, plan one step, take it, and
@@ -90,6 +94,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 
 	if !cluster.Spec.Paused {
 		if err := r.applyShared(ctx, &cluster); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.syncPVCOwnership(ctx, &cluster, obs); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -144,6 +151,28 @@ func (r *Reconciler) applyShared(ctx context.Context, cluster *etcdv1.EtcdCluste
 	for _, obj := range objs {
 		if err := r.apply(ctx, obj); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// syncPVCOwnership keeps member PVCs' owner reference in line with retentionPolicy.whenDeleted, which
+// may change after the claims exist: owned claims are garbage-collected with the cluster.
+func (r *Reconciler) syncPVCOwnership(ctx context.Context, cluster *etcdv1.EtcdCluster, obs *observation) error {
+	want := desired.PVCOwned(cluster)
+	for _, pvc := range obs.pvcs {
+		owned := metav1.IsControlledBy(pvc, cluster)
+		if owned == want || (metav1.GetControllerOf(pvc) != nil && !owned) {
+			continue // already right, or controlled by someone else: leave it alone
+		}
+		patched := pvc.DeepCopy()
+		if want {
+			patched.OwnerReferences = append(patched.OwnerReferences, desired.ControllerRef(cluster))
+		} else {
+			patched.OwnerReferences = slices.DeleteFunc(patched.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == cluster.UID })
+		}
+		if err := r.Patch(ctx, patched, client.MergeFrom(pvc)); err != nil {
+			return fmt.Errorf("set owner of PVC %s: %w", pvc.Name, err)
 		}
 	}
 	return nil

@@ -321,4 +321,3 @@ func verbs(calls []string) []string {
 	}
 	return out
 }
-

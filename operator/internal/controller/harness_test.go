@@ -47,7 +47,9 @@ func newHarness(t *testing.T, spec etcdv1.EtcdClusterSpec) *harness {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "t-"}}
+	// Member Pods must pass the restricted Pod Security Standard: the API server's admission checks it.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "t-",
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}
 	must(t, env.Client.Create(ctx, ns))
 	h := &harness{t: t, ctx: ctx, c: env.Client, rec: events.NewFakeRecorder(1000), ns: ns.Name,
 		key: client.ObjectKey{Namespace: ns.Name, Name: "e"}}
@@ -237,7 +239,9 @@ type unreachable struct{}
 
 var errUnreachable = fmt.Errorf("connection refused")
 
-func (unreachable) MemberList(context.Context) ([]etcdclient.Member, error) { return nil, errUnreachable }
+func (unreachable) MemberList(context.Context) ([]etcdclient.Member, error) {
+	return nil, errUnreachable
+}
 func (unreachable) AddLearner(context.Context, []string) (etcdclient.Member, error) {
 	return etcdclient.Member{}, errUnreachable
 }

@@ -142,57 +142,67 @@ func versionLess(a, b string) bool {
 
 // setConditions sets Available, Progressing and Degraded from what was seen and the step taken.
 func (r *Reconciler) setConditions(cluster *etcdv1.EtcdCluster, obs *observation, a plan.Action, actErr error) {
-	gen := cluster.Generation
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&cluster.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+		meta.SetStatusCondition(&cluster.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: cluster.Generation})
 	}
+	status, reason, msg := available(cluster, obs)
+	set(etcdv1.ConditionAvailable, status, reason, msg)
+
+	progressing := metav1.ConditionTrue
+	if a.Kind == plan.None {
+		progressing = metav1.ConditionFalse
+	}
+	set(etcdv1.ConditionProgressing, progressing, a.Reason, a.Message)
+
+	prev := meta.FindStatusCondition(cluster.Status.Conditions, etcdv1.ConditionDegraded)
+	status, reason, msg = degraded(obs, a, actErr)
+	if reason == etcdv1.ReasonChangeRefused && (prev == nil || prev.Reason != reason || prev.Message != msg) {
+		// One event per new refusal, not one per reconcile while it stands.
+		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, EventChangeRefused, string(a.Kind), "%s", msg)
+	}
+	set(etcdv1.ConditionDegraded, status, reason, msg)
+}
+
+func available(cluster *etcdv1.EtcdCluster, obs *observation) (metav1.ConditionStatus, string, string) {
 	v, h := count(obs.plan, plan.Member.Voter), count(obs.plan, healthyVoter)
 	switch {
 	case !obs.plan.Bootstrapped:
-		set(etcdv1.ConditionAvailable, metav1.ConditionFalse, etcdv1.ReasonBootstrapping, "the initial members have not formed a cluster yet")
+		return metav1.ConditionFalse, etcdv1.ReasonBootstrapping, "the initial members have not formed a cluster yet"
 	case obs.listErr != nil && obs.answering > 0:
-		set(etcdv1.ConditionAvailable, metav1.ConditionFalse, etcdv1.ReasonQuorumLost,
+		return metav1.ConditionFalse, etcdv1.ReasonQuorumLost,
 			fmt.Sprintf("%d of %d known members answer but the member list fails (%v); no membership change is made until quorum returns",
-				obs.answering, len(cluster.Status.Members), obs.listErr))
+				obs.answering, len(cluster.Status.Members), obs.listErr)
 	case obs.listErr != nil:
-		set(etcdv1.ConditionAvailable, metav1.ConditionFalse, etcdv1.ReasonEtcdUnreachable, "no member answered the member list: "+obs.listErr.Error())
+		return metav1.ConditionFalse, etcdv1.ReasonEtcdUnreachable, "no member answered the member list: " + obs.listErr.Error()
 	case h < plan.Quorum(v):
-		set(etcdv1.ConditionAvailable, metav1.ConditionFalse, etcdv1.ReasonQuorumLost,
-			fmt.Sprintf("%d of %d voters are healthy, %d needed; no membership change is made until quorum returns", h, v, plan.Quorum(v)))
-	default:
-		set(etcdv1.ConditionAvailable, metav1.ConditionTrue, etcdv1.ReasonQuorumHealthy, fmt.Sprintf("%d of %d voters are healthy", h, v))
+		return metav1.ConditionFalse, etcdv1.ReasonQuorumLost,
+			fmt.Sprintf("%d of %d voters are healthy, %d needed; no membership change is made until quorum returns", h, v, plan.Quorum(v))
 	}
+	return metav1.ConditionTrue, etcdv1.ReasonQuorumHealthy, fmt.Sprintf("%d of %d voters are healthy", h, v)
+}
 
-	if a.Kind == plan.None {
-		set(etcdv1.ConditionProgressing, metav1.ConditionFalse, a.Reason, a.Message)
-	} else {
-		set(etcdv1.ConditionProgressing, metav1.ConditionTrue, a.Reason, a.Message)
-	}
+const quorumLostHelp = "quorum is lost; members recover as their Pods come back; if a majority lost its data, restore from a backup"
 
-	prev := meta.FindStatusCondition(cluster.Status.Conditions, etcdv1.ConditionDegraded)
+func degraded(obs *observation, a plan.Action, actErr error) (metav1.ConditionStatus, string, string) {
+	v, h := count(obs.plan, plan.Member.Voter), count(obs.plan, healthyVoter)
+	bootstrapped := obs.plan.Bootstrapped
 	switch {
 	case actErr != nil:
-		set(etcdv1.ConditionDegraded, metav1.ConditionTrue, etcdv1.ReasonActionFailed, fmt.Sprintf("%s %s failed: %v", a.Kind, a.Member, actErr))
-	case obs.plan.Bootstrapped && obs.listErr != nil && obs.answering > 0:
-		set(etcdv1.ConditionDegraded, metav1.ConditionTrue, etcdv1.ReasonQuorumLost,
-			"quorum is lost; members recover as their Pods come back; if a majority lost its data, restore from a backup")
-	case obs.plan.Bootstrapped && obs.listErr != nil:
-		set(etcdv1.ConditionDegraded, metav1.ConditionTrue, etcdv1.ReasonEtcdUnreachable, "no member answered the member list")
-	case obs.plan.Bootstrapped && h < plan.Quorum(v):
-		set(etcdv1.ConditionDegraded, metav1.ConditionTrue, etcdv1.ReasonQuorumLost,
-			"quorum is lost; members recover as their Pods come back; if a majority lost its data, restore from a backup")
+		return metav1.ConditionTrue, etcdv1.ReasonActionFailed, fmt.Sprintf("%s %s failed: %v", a.Kind, a.Member, actErr)
+	case bootstrapped && obs.listErr != nil && obs.answering > 0:
+		return metav1.ConditionTrue, etcdv1.ReasonQuorumLost, quorumLostHelp
+	case bootstrapped && obs.listErr != nil:
+		return metav1.ConditionTrue, etcdv1.ReasonEtcdUnreachable, "no member answered the member list"
+	case bootstrapped && h < plan.Quorum(v):
+		return metav1.ConditionTrue, etcdv1.ReasonQuorumLost, quorumLostHelp
 	case a.Refused:
-		if prev == nil || prev.Reason != etcdv1.ReasonChangeRefused || prev.Message != a.Message {
-			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, EventChangeRefused, string(a.Kind), "%s", a.Message)
-		}
-		set(etcdv1.ConditionDegraded, metav1.ConditionTrue, etcdv1.ReasonChangeRefused, a.Message)
+		return metav1.ConditionTrue, etcdv1.ReasonChangeRefused, a.Message
 	case alarms(obs) != "":
-		set(etcdv1.ConditionDegraded, metav1.ConditionTrue, etcdv1.ReasonAlarmActive, alarms(obs))
-	case obs.plan.Bootstrapped && unhealthy(obs.plan) != "":
-		set(etcdv1.ConditionDegraded, metav1.ConditionTrue, etcdv1.ReasonMembersUnhealthy, "unhealthy: "+unhealthy(obs.plan))
-	default:
-		set(etcdv1.ConditionDegraded, metav1.ConditionFalse, etcdv1.ReasonHealthy, "every member is healthy")
+		return metav1.ConditionTrue, etcdv1.ReasonAlarmActive, alarms(obs)
+	case bootstrapped && unhealthy(obs.plan) != "":
+		return metav1.ConditionTrue, etcdv1.ReasonMembersUnhealthy, "unhealthy: " + unhealthy(obs.plan)
 	}
+	return metav1.ConditionFalse, etcdv1.ReasonHealthy, "every member is healthy"
 }
 
 func alarms(obs *observation) string {

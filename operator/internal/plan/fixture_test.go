@@ -52,7 +52,6 @@ func withLearner(started bool, pod PodState) opt {
 	}
 }
 
-func ephemeral() opt       { return func(c *Cluster) { c.Persistent = false } }
 func persistent() opt      { return func(c *Cluster) { c.Persistent = true; setPVC(c) } }
 func version(v string) opt { return func(c *Cluster) { c.Version = v } }
 func config(h string) opt  { return func(c *Cluster) { c.ConfigHash = h } }

@@ -20,35 +20,13 @@ func CheckInvariants(c Cluster, a Action) error {
 	m, found := c.member(a.Member)
 	switch a.Kind {
 	case AddLearner:
-		if _, ok := c.learner(); ok {
-			return fmt.Errorf("second learner added: %s", a)
-		}
-		if !c.allVotersHealthy() {
-			return fmt.Errorf("learner added while a voter is unhealthy: %s", a)
-		}
-		if found {
-			return fmt.Errorf("new member reuses the name %s", a.Member)
-		}
-		if n, ok := memberIndex(c, a.Member); !ok || n < c.NextIndex {
-			return fmt.Errorf("new member %s has an index below the next unused %d", a.Member, c.NextIndex)
-		}
+		return checkAdd(c, a, found)
 	case Promote:
 		if !found || !m.Learner || !m.Started {
 			return fmt.Errorf("promote of a member that is not a started learner: %s", a)
 		}
 	case RemoveMember:
-		if !found || !m.InEtcd {
-			return fmt.Errorf("remove of a member not in etcd: %s", a)
-		}
-		if ok, why := safeToRemove(c, m); !ok {
-			return fmt.Errorf("remove would %s: %s", why, a)
-		}
-		if m.Voter() && m.Healthy && c.healthyVoters() == 1 {
-			return fmt.Errorf("remove of the last healthy voter: %s", a)
-		}
-		if m.Leader {
-			return fmt.Errorf("remove of the leader without moving leadership first: %s", a)
-		}
+		return checkRemove(c, a, m, found)
 	case MoveLeader:
 		target := slices.IndexFunc(c.Members, func(x Member) bool { return x.ID == a.TargetID && x.Voter() && x.Healthy })
 		if target < 0 {
@@ -58,6 +36,38 @@ func CheckInvariants(c Cluster, a Action) error {
 		if found && m.Voter() && m.Healthy && m.Pod == PodRunning && c.voters() >= 3 && c.healthyVoters()-1 < Quorum(c.voters()) {
 			return fmt.Errorf("restart of %s would lose quorum: %s", a.Member, a)
 		}
+	}
+	return nil
+}
+
+func checkAdd(c Cluster, a Action, exists bool) error {
+	if _, ok := c.learner(); ok {
+		return fmt.Errorf("second learner added: %s", a)
+	}
+	if !c.allVotersHealthy() {
+		return fmt.Errorf("learner added while a voter is unhealthy: %s", a)
+	}
+	if exists {
+		return fmt.Errorf("new member reuses the name %s", a.Member)
+	}
+	if n, ok := memberIndex(c, a.Member); !ok || n < c.NextIndex {
+		return fmt.Errorf("new member %s has an index below the next unused %d", a.Member, c.NextIndex)
+	}
+	return nil
+}
+
+func checkRemove(c Cluster, a Action, m Member, found bool) error {
+	if !found || !m.InEtcd {
+		return fmt.Errorf("remove of a member not in etcd: %s", a)
+	}
+	if ok, why := safeToRemove(c, m); !ok {
+		return fmt.Errorf("remove would %s: %s", why, a)
+	}
+	if m.Voter() && m.Healthy && c.healthyVoters() == 1 {
+		return fmt.Errorf("remove of the last healthy voter: %s", a)
+	}
+	if m.Leader {
+		return fmt.Errorf("remove of the leader without moving leadership first: %s", a)
 	}
 	return nil
 }
