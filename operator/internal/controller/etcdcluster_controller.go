@@ -178,6 +178,9 @@ func (r *Reconciler) syncPVCOwnership(ctx context.Context, cluster *etcdv1.EtcdC
 	return nil
 }
 
+// SetupMetricsForTest wires the metrics without a manager, for tests that call Reconcile directly.
+func (r *Reconciler) SetupMetricsForTest() { r.metrics = newClusterMetrics() }
+
 // SetupWithManager registers the controller and what it watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.metrics = newClusterMetrics()

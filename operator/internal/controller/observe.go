@@ -297,8 +297,9 @@ func (r *Reconciler) planView(cluster *etcdv1.EtcdCluster, o *observation, lost 
 		m := get(name)
 		m.Pod, m.PodVersion, m.PodConfigHash = podState(p, lost), podVersion(p), p.Annotations[etcdv1.AnnotationConfigHash]
 	}
-	for name := range o.pvcs {
-		get(name).HasPVC = true
+	for name, pvc := range o.pvcs {
+		// A claim being deleted holds no usable data; its name still counts as used.
+		get(name).HasPVC = pvc.DeletionTimestamp == nil
 	}
 	c.NextIndex = int(cluster.Status.NextMemberIndex)
 	for _, m := range byName {

@@ -3,6 +3,7 @@ package etcdclient_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -229,27 +230,29 @@ func clientURLs(ms []*testMember) []string {
 
 var (
 	addrMu   sync.Mutex
-	usedAddr = map[string]bool{}
+	nextPort = 20000 + rand.IntN(8000)
 )
 
-// freeAddr returns a loopback address with a port nobody listens on. The port is released before etcd
-// binds it, so another process could grab it in between; usedAddr at least stops this test binary
-// from handing the same port out twice.
+// freeAddr returns a loopback address with a port nobody listens on. It picks ports below the kernel's
+// ephemeral range (32768 and up on Linux), counting up from a random start: a port from that range
+// could be handed to an outgoing connection between our check and etcd binding it, which happens
+// because a joining member's ports are chosen before AddLearner and bound only after it.
 func freeAddr(tb testing.TB) string {
 	tb.Helper()
 	addrMu.Lock()
 	defer addrMu.Unlock()
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for range 1000 {
+		nextPort++
+		if nextPort >= 32768 {
+			nextPort = 20000
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", nextPort)
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			tb.Fatalf("reserve port: %v", err)
+			continue // taken by someone else
 		}
-		addr := l.Addr().String()
 		_ = l.Close()
-		if !usedAddr[addr] {
-			usedAddr[addr] = true
-			return addr
-		}
+		return addr
 	}
 	tb.Fatal("no free port found")
 	return ""
