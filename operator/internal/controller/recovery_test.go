@@ -224,4 +224,3 @@ func memberID(h *harness, name string) uint64 {
 	h.t.Fatalf("no member %s", name)
 	return 0
 }
-
