@@ -92,3 +92,9 @@ $(KUSTOMIZE):
 	@$(BUILD_TOOL) kustomize sigs.k8s.io/kustomize/kustomize/v5 kustomize
 $(GOLANGCI_LINT):
 	@$(BUILD_TOOL) lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint golangci-lint
+
+##@ Demo
+
+.PHONY: demo
+demo: envtest-tools ## Walk through the operator on a real kube-apiserver (see README).
+	$(GO) run ./operator/cmd/demo

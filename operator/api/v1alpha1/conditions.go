@@ -16,7 +16,8 @@ const (
 const (
 	// ReasonQuorumHealthy (Available=True): a quorum of voters answers health checks.
 	ReasonQuorumHealthy = "QuorumHealthy"
-	// ReasonBootstrapping (Available=False): the initial members are starting and have not formed a cluster.
+	// ReasonBootstrapping (Available=False, Degraded=False): the initial members are starting and have not
+	// formed a cluster.
 	ReasonBootstrapping = "Bootstrapping"
 	// ReasonQuorumLost (Available=False, Degraded=True): fewer than a quorum of voters are healthy (or some
 	// members answer but none can serve the member list). The

@@ -187,6 +187,8 @@ func degraded(obs *observation, a plan.Action, actErr error) (metav1.ConditionSt
 	v, h := count(obs.plan, plan.Member.Voter), count(obs.plan, healthyVoter)
 	bootstrapped := obs.plan.Bootstrapped
 	switch {
+	case !bootstrapped && actErr == nil:
+		return metav1.ConditionFalse, etcdv1.ReasonBootstrapping, "the cluster is being created"
 	case actErr != nil:
 		return metav1.ConditionTrue, etcdv1.ReasonActionFailed, fmt.Sprintf("%s %s failed: %v", a.Kind, a.Member, actErr)
 	case bootstrapped && obs.listErr != nil && obs.answering > 0:
