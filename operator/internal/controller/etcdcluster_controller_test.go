@@ -155,11 +155,14 @@ func TestScaleDownRemovesNewestNonLeaderThenItsPod(t *testing.T) {
 	if pdb.Spec.MaxUnavailable.IntValue() != 0 {
 		t.Errorf("PDB maxUnavailable = %v, want 0 for one member", pdb.Spec.MaxUnavailable)
 	}
+	survivor := h.podNames()[0]
 	h.update(func(c *etcdv1.EtcdCluster) { c.Spec.Size = 3 })
 	h.settle()
 	names := h.podNames()
-	if len(names) != 3 || slices.Contains(names, "e-1") || slices.Contains(names, "e-2") {
-		t.Fatalf("scale back up must use fresh names, got %v", names)
+	want := []string{survivor, "e-3", "e-4"}
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Fatalf("scale back up must use fresh names: got %v, want %v", names, want)
 	}
 }
 
