@@ -58,7 +58,8 @@ func newHarness(t *testing.T, spec etcdv1.EtcdClusterSpec) *harness {
 			if h.etcd == nil {
 				return unreachable{}, nil
 			}
-			return h.etcd.Factory()(cfg)
+			c, err := h.etcd.Factory()(cfg)
+			return versionFromImage{Client: c, h: h}, err
 		}}
 	cluster := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: ns.Name}, Spec: spec}
 	must(t, h.c.Create(ctx, cluster))
@@ -253,3 +254,24 @@ func (unreachable) Status(context.Context, string) (etcdclient.Status, error) {
 }
 func (unreachable) Health(context.Context, string, bool) error { return errUnreachable }
 func (unreachable) Close() error                               { return nil }
+
+// versionFromImage reports each member's etcd version from its Pod's image, as a container restarted
+// on a new image would: the fake itself always answers one version.
+type versionFromImage struct {
+	etcdclient.Client
+	h *harness
+}
+
+func (v versionFromImage) Status(ctx context.Context, endpoint string) (etcdclient.Status, error) {
+	st, err := v.Client.Status(ctx, endpoint)
+	if err != nil {
+		return st, err
+	}
+	for _, p := range v.h.pods() {
+		if arg(p, "advertise-client-urls") == endpoint {
+			img := p.Spec.Containers[0].Image
+			st.Version = img[strings.LastIndex(img, ":v")+2:]
+		}
+	}
+	return st, nil
+}

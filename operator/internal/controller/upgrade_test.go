@@ -1,0 +1,112 @@
+package controller_test
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1 "github.com/quorumkit/etcd-operator/operator/api/v1alpha1"
+)
+
+func TestRollingUpgradeOneAtATimeLeaderLast(t *testing.T) {
+	h := newHarness(t, etcdv1.EtcdClusterSpec{Size: 3, Version: "3.5.21"})
+	h.settle()
+	leader := leaderOf(h)
+	uids := map[string]string{}
+	for n, p := range h.pods() {
+		uids[n] = string(p.UID)
+	}
+	h.update(func(c *etcdv1.EtcdCluster) { c.Spec.Version = "3.6.7" })
+
+	var order []string
+	for range 20 {
+		before := images(h)
+		h.reconcile()
+		after := images(h)
+		changed := 0
+		for n, img := range after {
+			if before[n] != img {
+				changed++
+				order = append(order, n)
+			}
+		}
+		if changed > 1 {
+			t.Fatalf("%d members upgraded in one pass", changed)
+		}
+		cl := h.cluster()
+		if c := findCondition(cl, etcdv1.ConditionProgressing); c.Status == metav1.ConditionFalse && cl.Status.ObservedGeneration == cl.Generation {
+			break
+		}
+	}
+	if len(order) != 3 || order[2] != leader {
+		t.Fatalf("upgrade order %v, want all 3 with the leader %s last", order, leader)
+	}
+	for n, p := range h.pods() {
+		if string(p.UID) != uids[n] {
+			t.Errorf("%s was recreated; an upgrade swaps the image in place", n)
+		}
+	}
+	cl := h.cluster()
+	if cl.Status.CurrentVersion != "3.6.7" {
+		t.Errorf("currentVersion = %q", cl.Status.CurrentVersion)
+	}
+	if !slices.Equal(verbs(h.calls()), []string{"MoveLeader"}) {
+		t.Errorf("calls = %v, want one MoveLeader before the leader's upgrade", h.calls())
+	}
+	ev := strings.Join(h.events(), "\n")
+	if strings.Count(ev, "MemberUpgraded") != 3 {
+		t.Errorf("want 3 MemberUpgraded events:\n%s", ev)
+	}
+}
+
+func TestUpgradeWaitsForEveryMemberHealthy(t *testing.T) {
+	h := newHarness(t, spec3())
+	h.settle()
+	victim := nonLeader(h)
+	h.etcd.SetDown(victim, true)
+	h.update(func(c *etcdv1.EtcdCluster) { c.Spec.Version = "3.6.8" })
+	before := images(h)
+	for range 3 {
+		h.reconcile()
+	}
+	if after := images(h); !maps.Equal(before, after) {
+		t.Fatalf("upgraded while %s was unhealthy: %v -> %v", victim, before, after)
+	}
+	wantCondition(t, h.cluster(), etcdv1.ConditionProgressing, metav1.ConditionTrue, etcdv1.ReasonWaiting)
+	h.etcd.SetDown(victim, false)
+	h.settle()
+	for n, img := range images(h) {
+		if !strings.HasSuffix(img, ":v3.6.8") {
+			t.Errorf("%s runs %s after the member recovered", n, img)
+		}
+	}
+}
+
+func TestFailedPodIsDeletedAndReplaced(t *testing.T) {
+	h := newHarness(t, spec3())
+	h.settle()
+	victim := nonLeader(h)
+	h.etcd.SetDown(victim, true)
+	h.setPhase(h.pods()[victim], corev1.PodFailed)
+	h.reconcile()
+	if h.pods()[victim] != nil {
+		t.Fatalf("failed Pod %s was not deleted", victim)
+	}
+	h.settle()
+	if n := len(h.pods()); n != 3 || h.cluster().Status.ReadyMembers != 3 {
+		t.Fatalf("after replacing a failed Pod: %d pods, %d ready", n, h.cluster().Status.ReadyMembers)
+	}
+}
+
+func images(h *harness) map[string]string {
+	out := map[string]string{}
+	for n, p := range h.pods() {
+		out[n] = p.Spec.Containers[0].Image
+	}
+	return out
+}
+
