@@ -109,4 +109,3 @@ func images(h *harness) map[string]string {
 	}
 	return out
 }
-
