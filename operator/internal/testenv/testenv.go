@@ -11,7 +11,6 @@
 package testenv
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -105,7 +104,7 @@ func start() (*Env, error) {
 	}
 	for _, name := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(binDir, name)); err != nil {
-			return nil, fmt.Errorf("testenv: %s not found in %s (%s): run `make tools` at the repository root "+
+			return nil, fmt.Errorf("testenv: %s not found in %s (%s): run `make envtest-tools` at the repository root "+
 				"to build it, or set KUBEBUILDER_ASSETS to a directory holding kube-apiserver and etcd",
 				name, binDir, from)
 		}
@@ -210,12 +209,11 @@ func children() map[int]bool {
 		if err != nil {
 			continue
 		}
-		f, err := os.Open(filepath.Join("/proc", ent.Name(), "stat"))
+		data, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
 		if err != nil {
 			continue
 		}
-		line, _ := bufio.NewReader(f).ReadString('\n')
-		f.Close()
+		line, _, _ := strings.Cut(string(data), "\n")
 		// Format: pid (comm) state ppid ...; comm may hold spaces and parentheses.
 		open, end := strings.IndexByte(line, '('), strings.LastIndexByte(line, ')')
 		if open < 0 || end < open {
@@ -230,4 +228,47 @@ func children() map[int]bool {
 		}
 	}
 	return out
+}
+
+// RunControllers starts the pinned kube-controller-manager (bin/kube-controller-manager) against this
+// API server with only the named controllers, e.g. "garbagecollector", and stops it when the test ends.
+// envtest has no controllers of its own; tests that need real garbage collection use this.
+func (e *Env) RunControllers(t testing.TB, controllers ...string) {
+	t.Helper()
+	kcm := filepath.Join(e.env.BinaryAssetsDirectory, "kube-controller-manager")
+	if _, err := os.Stat(kcm); err != nil {
+		t.Fatalf("testenv: %s not found: run `make envtest-tools` to build it", kcm)
+	}
+	user, err := e.env.ControlPlane.AddUser(envtest.User{Name: "kube-controller-manager", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatalf("testenv: add controller-manager user: %v", err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		t.Fatalf("testenv: controller-manager kubeconfig: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(kcm, "--kubeconfig="+path, "--controllers="+strings.Join(controllers, ","),
+		"--leader-elect=false", "--secure-port=0", "--v=0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test binary
+	if testing.Verbose() {
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("testenv: start kube-controller-manager: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
 }
