@@ -81,9 +81,10 @@ verify: generate manifests $(KUSTOMIZE) ## Fail if generated files, formatting o
 tools: envtest-tools $(CONTROLLER_GEN) $(KUSTOMIZE) ## Build every pinned tool into bin/.
 
 .PHONY: envtest-tools
-envtest-tools: ## Build kube-apiserver, kube-controller-manager and etcd for tests (first time: about 6 minutes).
+envtest-tools: ## Build kube-apiserver, kube-controller-manager, kubectl and etcd for tests (first time: about 7 minutes).
 	@$(BUILD_TOOL) kubernetes k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver -ldflags "$(KUBE_VERSION_FLAGS)"
 	@$(BUILD_TOOL) kubernetes k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager -ldflags "$(KUBE_VERSION_FLAGS)"
+	@$(BUILD_TOOL) kubernetes k8s.io/kubernetes/cmd/kubectl kubectl -ldflags "$(KUBE_VERSION_FLAGS)"
 	@$(BUILD_TOOL) etcd go.etcd.io/etcd/server/v3 etcd
 
 .PHONY: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT)

@@ -155,17 +155,27 @@ func (tc *testCluster) start(m *testMember, state, initialCluster string) error 
 	return nil
 }
 
-// stop closes a member's server (a crashed or deleted pod); its data dir stays.
-func (tc *testCluster) stop(m *testMember) {
+// stop closes a member's server as etcd does on SIGTERM (a pod being deleted): a leader first hands
+// leadership to another member. Its data dir stays.
+func (tc *testCluster) stop(m *testMember) { tc.shutdown(m, false) }
+
+// shutdown stops m's server if it runs. hard skips the leadership hand-off.
+func (tc *testCluster) shutdown(m *testMember, hard bool) {
 	tc.mu.Lock()
 	e := m.etcd
 	m.etcd = nil
 	tc.mu.Unlock()
-	if e != nil {
-		e.Close()
+	if e == nil {
+		return
 	}
+	if hard {
+		e.Server.HardStop()
+	}
+	e.Close()
 }
 
+// stopAll stops every member at once. It skips etcd's leadership hand-off: with all members stopping,
+// a leader would wait ReqTimeout (7s) for a transferee that is itself going away.
 func (tc *testCluster) stopAll() {
 	tc.mu.Lock()
 	ms := make([]*testMember, 0, len(tc.members))
@@ -175,7 +185,7 @@ func (tc *testCluster) stopAll() {
 	tc.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, m := range ms {
-		wg.Go(func() { tc.stop(m) })
+		wg.Go(func() { tc.shutdown(m, true) })
 	}
 	wg.Wait()
 }

@@ -239,18 +239,7 @@ func (e *Env) RunControllers(t testing.TB, controllers ...string) {
 	if _, err := os.Stat(kcm); err != nil {
 		t.Fatalf("testenv: %s not found: run `make envtest-tools` to build it", kcm)
 	}
-	user, err := e.env.ControlPlane.AddUser(envtest.User{Name: "kube-controller-manager", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatalf("testenv: add controller-manager user: %v", err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		t.Fatalf("testenv: controller-manager kubeconfig: %v", err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := e.Kubeconfig(t, "kube-controller-manager")
 	cmd := exec.Command(kcm, "--kubeconfig="+path, "--controllers="+strings.Join(controllers, ","),
 		"--leader-elect=false", "--secure-port=0", "--v=0")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test binary
@@ -271,4 +260,33 @@ func (e *Env) RunControllers(t testing.TB, controllers ...string) {
 			<-done
 		}
 	})
+}
+
+// Kubeconfig writes a kubeconfig for a new cluster-admin user of this API server and returns its path,
+// for running real clients such as kubectl or kube-controller-manager against it.
+func (e *Env) Kubeconfig(t testing.TB, user string) string {
+	t.Helper()
+	u, err := e.env.ControlPlane.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatalf("testenv: add user %s: %v", user, err)
+	}
+	kubeconfig, err := u.KubeConfig()
+	if err != nil {
+		t.Fatalf("testenv: kubeconfig for %s: %v", user, err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Kubectl returns the path of the pinned kubectl next to the API server binaries.
+func (e *Env) Kubectl(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(e.env.BinaryAssetsDirectory, "kubectl")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("testenv: %s not found: run `make envtest-tools` to build it", p)
+	}
+	return p
 }
