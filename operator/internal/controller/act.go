@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1 "github.com/quorumkit/etcd-operator/operator/api/v1alpha1"
 	"github.com/quorumkit/etcd-operator/operator/internal/desired"
@@ -53,15 +54,11 @@ func (r *Reconciler) act(ctx context.Context, cluster *etcdv1.EtcdCluster, obs *
 			return err
 		})
 	case plan.Promote:
-		err = withEtcd(ctx, etcd, func(ctx context.Context, c etcdclient.Client) error { return c.Promote(ctx, a.MemberID) })
-		if errors.Is(err, etcdclient.ErrLearnerNotReady) {
-			return plan.PollLearner, nil // catching up: look again shortly, nothing to report
-		}
-		event = EventLearnerPromoted
+		event, err = EventLearnerPromoted, withEtcd(ctx, etcd, func(ctx context.Context, c etcdclient.Client) error { return c.Promote(ctx, a.MemberID) })
 	case plan.MoveLeader:
 		event, err = EventLeaderMoved, withEtcd(ctx, etcd, func(ctx context.Context, c etcdclient.Client) error { return c.MoveLeader(ctx, a.TargetID) })
 	case plan.RemoveMember:
-		event, err = EventMemberRemoved, withEtcd(ctx, etcd, func(ctx context.Context, c etcdclient.Client) error { return c.Remove(ctx, a.MemberID) })
+		event, err = EventMemberRemoved, r.remove(ctx, cluster, a)
 	case plan.DeletePod:
 		event, err = EventPodDeleted, r.deletePod(ctx, obs.pods[a.Member], a.Force)
 	case plan.DeletePVC:
@@ -70,6 +67,12 @@ func (r *Reconciler) act(ctx context.Context, cluster *etcdv1.EtcdCluster, obs *
 		event, err = EventMemberUpgraded, r.upgrade(ctx, cluster, obs.pods[a.Member])
 	default:
 		err = fmt.Errorf("unknown action %q", a.Kind)
+	}
+	if errors.Is(err, etcdclient.ErrLearnerNotReady) || errors.Is(err, etcdclient.ErrClusterNotReady) {
+		// etcd's own "not yet": a learner still catching up, or members connected for less than etcd's
+		// 5 s health interval. A normal wait, not a failure to report.
+		log.FromContext(ctx).V(1).Info("etcd asks to retry later", "action", a.Kind, "member", a.Member, "reason", err.Error())
+		return etcdRetry, nil
 	}
 	if err != nil {
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, EventActionFailed, string(a.Kind), "%s %s failed: %v", a.Kind, a.Member, err)
@@ -94,6 +97,20 @@ func withEtcd(ctx context.Context, c etcdclient.Client, call func(context.Contex
 	ctx, cancel := context.WithTimeout(ctx, etcdCallTimeout)
 	defer cancel()
 	return call(ctx, c)
+}
+
+// etcdRetry is how soon a membership change etcd asked to retry is tried again.
+const etcdRetry = time.Second
+
+// remove removes a member through a client that does not talk to that member: a member serving its own
+// removal stops in the middle of the reply, which would report a removal that worked as failed.
+func (r *Reconciler) remove(ctx context.Context, cluster *etcdv1.EtcdCluster, a plan.Action) error {
+	c, err := r.openEtcd(cluster, a.Member)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	return withEtcd(ctx, c, func(ctx context.Context, c etcdclient.Client) error { return c.Remove(ctx, a.MemberID) })
 }
 
 // bootstrap creates the missing initial members, all with the same static --initial-cluster.

@@ -129,12 +129,15 @@ func (r *Reconciler) requeueAfter(a plan.Action, override time.Duration) time.Du
 // stepRequeue is the pause after a step before looking again; short, since etcd reports no events.
 const stepRequeue = 200 * time.Millisecond
 
-// openEtcd opens a client to every member Pod; nil when no Pod exists yet.
-func (r *Reconciler) openEtcd(cluster *etcdv1.EtcdCluster) (etcdclient.Client, error) {
+// openEtcd opens a client to the members last seen (all but the excluded ones), or to the bootstrap
+// members before any was seen.
+func (r *Reconciler) openEtcd(cluster *etcdv1.EtcdCluster, exclude ...string) (etcdclient.Client, error) {
 	dns := r.Objects.DNS(cluster)
 	var endpoints []string
 	for _, m := range cluster.Status.Members {
-		endpoints = append(endpoints, dns.MemberClientURL(m.Name))
+		if !slices.Contains(exclude, m.Name) {
+			endpoints = append(endpoints, dns.MemberClientURL(m.Name))
+		}
 	}
 	if len(endpoints) == 0 {
 		// Before the first status, the bootstrap members are the ones to ask.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,4 +109,28 @@ func images(h *harness) map[string]string {
 		out[n] = p.Spec.Containers[0].Image
 	}
 	return out
+}
+
+func TestLearnerNotCaughtUpIsAWaitNotAFailure(t *testing.T) {
+	h := newHarness(t, spec3())
+	h.settle()
+	h.etcd.SetAutoCatchUp(false)
+	h.update(func(c *etcdv1.EtcdCluster) { c.Spec.Size = 4 })
+	h.reconcile() // add learner
+	h.reconcile() // create its Pod
+	h.runPods()
+	res := h.reconcile() // promote: etcd says not ready
+	if res.RequeueAfter <= 0 || res.RequeueAfter > 2*time.Second {
+		t.Fatalf("requeue after %v, want a short retry", res.RequeueAfter)
+	}
+	if ev := strings.Join(h.events(), "\n"); strings.Contains(ev, "ActionFailed") {
+		t.Fatalf("a learner catching up was reported as a failure:\n%s", ev)
+	}
+	wantCondition(t, h.cluster(), etcdv1.ConditionDegraded, metav1.ConditionFalse, etcdv1.ReasonHealthy)
+	learner := memberID(h, "e-3")
+	h.etcd.SetCaughtUp(learner, true)
+	h.settle()
+	if got := h.cluster().Status.ReadyMembers; got != 4 {
+		t.Fatalf("ready = %d after the learner caught up", got)
+	}
 }

@@ -27,7 +27,7 @@ func TestWrapfSentinels(t *testing.T) {
 			t.Errorf("wrapf(%v) = %v, lost the original error", tt.err, got)
 		}
 		for _, s := range []error{ErrLearnerNotReady, ErrClusterNotReady, ErrTooManyLearners} {
-			if want := s == tt.sentinel; errors.Is(got, s) != want {
+			if want := s == tt.sentinel; errors.Is(got, s) != want { //nolint:errorlint // comparing which sentinel is expected, by identity
 				t.Errorf("errors.Is(wrapf(%v), %v) = %t, want %t", tt.err, s, !want, want)
 			}
 		}

@@ -114,7 +114,7 @@ func putKeys(t *testing.T, endpoints []string, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
+	defer func() { _ = cli.Close() }()
 	for i := range n {
 		if _, err := cli.Put(callCtx(t), fmt.Sprintf("key-%03d", i), strings.Repeat("v", 1024)); err != nil {
 			t.Fatalf("put: %v", err)

@@ -45,30 +45,28 @@ func (c *Cluster) AddLearner(ctx context.Context, peerURLs []string) (etcdclient
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls = append(c.calls, fmt.Sprintf("AddLearner %v", peerURLs))
-	fail := func(err error) (etcdclient.Member, error) {
-		return etcdclient.Member{}, fmt.Errorf("add learner %v: %w", peerURLs, err)
-	}
+	fail := func(err error) error { return fmt.Errorf("add learner %v: %w", peerURLs, err) }
 	if err := ctx.Err(); err != nil {
-		return fail(err)
+		return etcdclient.Member{}, fail(err)
 	}
 	if len(peerURLs) == 0 {
-		return fail(fmt.Errorf("etcdfake: no peer URLs"))
+		return etcdclient.Member{}, fail(fmt.Errorf("etcdfake: no peer URLs"))
 	}
 	for _, u := range peerURLs {
 		if pu, err := url.Parse(u); err != nil || pu.Host == "" {
-			return fail(fmt.Errorf("etcdfake: bad peer URL %q", u))
+			return etcdclient.Member{}, fail(fmt.Errorf("etcdfake: bad peer URL %q", u))
 		}
 		if slices.ContainsFunc(c.members, func(m *member) bool { return slices.Contains(m.PeerURLs, u) }) {
-			return fail(rpctypes.ErrPeerURLExist)
+			return etcdclient.Member{}, fail(rpctypes.ErrPeerURLExist)
 		}
 	}
 	if slices.ContainsFunc(c.members, func(m *member) bool { return m.IsLearner }) {
-		return fail(fmt.Errorf("%w: %w", etcdclient.ErrTooManyLearners, rpctypes.ErrTooManyLearners))
+		return etcdclient.Member{}, fail(fmt.Errorf("%w: %w", etcdclient.ErrTooManyLearners, rpctypes.ErrTooManyLearners))
 	}
 	if voters := c.voters(0); !quorumUp(voters) {
-		return fail(errNoQuorum)
+		return etcdclient.Member{}, fail(errNoQuorum)
 	} else if slices.ContainsFunc(voters, func(m *member) bool { return !m.up() }) {
-		return fail(fmt.Errorf("%w: %w", etcdclient.ErrClusterNotReady, rpctypes.ErrUnhealthy))
+		return etcdclient.Member{}, fail(fmt.Errorf("%w: %w", etcdclient.ErrClusterNotReady, rpctypes.ErrUnhealthy))
 	}
 	m := &member{Member: etcdclient.Member{ID: c.newID(), PeerURLs: slices.Clone(peerURLs), IsLearner: true}}
 	c.members = append(c.members, m)
