@@ -12,15 +12,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	etcdv1 "github.com/quorumkit/etcd-operator/operator/api/v1alpha1"
 	"github.com/quorumkit/etcd-operator/operator/internal/controller"
 	"github.com/quorumkit/etcd-operator/operator/internal/desired"
 	"github.com/quorumkit/etcd-operator/operator/internal/etcdclient"
@@ -51,9 +48,10 @@ func run() error {
 	}
 	defer func() { _ = env.Stop() }()
 
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = etcdv1.AddToScheme(scheme)
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		return err

@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"os"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	etcdv1 "github.com/quorumkit/etcd-operator/operator/api/v1alpha1"
 	"github.com/quorumkit/etcd-operator/operator/internal/controller"
 	"github.com/quorumkit/etcd-operator/operator/internal/desired"
 	"github.com/quorumkit/etcd-operator/operator/internal/etcdclient"
@@ -34,11 +31,8 @@ func run() error {
 	}
 	ctrl.SetLogger(zap.New())
 
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := etcdv1.AddToScheme(scheme); err != nil {
+	scheme, err := controller.NewScheme()
+	if err != nil {
 		return err
 	}
 	cacheOpts := cache.Options{}
