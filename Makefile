@@ -2,9 +2,12 @@
 # operator/tools/ into bin/ (cached: a tool is rebuilt only when its pins change).
 
 VERSION ?= 0.1.0
-IMG ?= quay.io/quorumkit/etcd-operator:$(VERSION)
+IMG ?= quay.io/quorumkit/etcd-operator:v$(VERSION)
 FUZZTIME ?= 20s
 GO ?= go
+# operator-registry pulls in containers/image; this tag keeps it pure Go (no gpgme C library).
+TAGS := containers_image_openpgp
+OLM = $(GO) run -tags $(TAGS) ./operator/cmd/olm
 
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
@@ -32,7 +35,7 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC in config/ from the Go
 
 .PHONY: build
 build: generate ## Build the operator binary into bin/etcd-operator.
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/etcd-operator ./operator/cmd/etcd-operator
+	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -trimpath -o $(BIN)/etcd-operator ./operator/cmd/etcd-operator
 
 .PHONY: run
 run: manifests generate ## Run the operator against the cluster in $KUBECONFIG (install the CRD first: make install).
@@ -50,7 +53,7 @@ render: manifests $(KUSTOMIZE) ## Render the full operator install (CRD, RBAC, D
 
 .PHONY: test
 test: envtest-tools ## Unit, real-etcd and real-apiserver tests, plus a short fuzz of the planner.
-	KUBEBUILDER_ASSETS=$(BIN) $(GO) test ./operator/... -count=1 -timeout 20m
+	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags $(TAGS) ./operator/... -count=1 -timeout 20m
 	$(GO) test ./operator/internal/plan -run '^$$' -fuzz FuzzNext -fuzztime $(FUZZTIME)
 
 .PHONY: fuzz
@@ -69,11 +72,26 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 verify: generate manifests $(KUSTOMIZE) ## Fail if generated files, formatting or go.mod drift from their sources.
 	$(GO) mod tidy
 	@test -z "$$(gofmt -l operator)" || { echo "gofmt needed on:"; gofmt -l operator; exit 1; }
-	$(GO) vet ./operator/...
+	$(GO) vet -tags $(TAGS) ./operator/...
+	$(OLM) verify
 	@$(KUSTOMIZE) build config/default > /dev/null
 	@$(KUSTOMIZE) build config/samples > /dev/null
 	@git diff --exit-code -- go.mod go.sum operator config || { echo "generated files drifted: commit the output of make generate manifests"; exit 1; }
 	@test -z "$$(git status --porcelain -- operator config)" || { echo "untracked generated files:"; git status --porcelain -- operator config; exit 1; }
+
+##@ OLM
+
+.PHONY: bundle
+bundle: manifests ## Generate bundle/ (CSV, CRDs, metadata, scorecard) from config/ and config/releases.yaml, and validate it.
+	$(OLM) bundle
+
+.PHONY: catalog
+catalog: bundle ## Generate and validate the file-based catalog in catalog/ from the release record.
+	$(OLM) catalog
+
+.PHONY: release
+release: ## Cut a release: make release VERSION=x.y.z [CHANNELS=stable,candidate]
+	$(OLM) release -version $(VERSION) $(if $(CHANNELS),-channels $(CHANNELS))
 
 ##@ Tools
 

@@ -1,0 +1,227 @@
+package bundle
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/quorumkit/etcd-operator/operator/internal/olm/release"
+)
+
+// Options say what to generate.
+type Options struct {
+	// Root is the repository root: config/ is read from it.
+	Root string
+	// Record is the release record; the bundle is for its latest release.
+	Record *release.Record
+	// Previous is the bundle directory generated before, if any: its createdAt is kept when nothing else
+	// changed, so regenerating an unchanged bundle changes nothing.
+	Previous string
+	// Now stamps createdAt when the content changed.
+	Now func() time.Time
+}
+
+// Bundle is a generated bundle: file paths relative to the bundle root, and their contents.
+type Bundle struct {
+	Files map[string][]byte
+	CSV   *operatorsv1alpha1.ClusterServiceVersion
+}
+
+const (
+	csvFile       = "manifests/etcd-operator.clusterserviceversion.yaml"
+	createdAtKey  = "createdAt"
+	createdFormat = "2006-01-02T15:04:05Z"
+)
+
+// Generate renders config/manifests and assembles the bundle for the record's latest release.
+func Generate(opts Options) (*Bundle, error) {
+	objs, err := render(filepath.Join(opts.Root, "config", "manifests"))
+	if err != nil {
+		return nil, err
+	}
+	p, err := classify(objs)
+	if err != nil {
+		return nil, err
+	}
+	icon, err := os.ReadFile(filepath.Join(opts.Root, "config", "manifests", "bases", "icon.svg"))
+	if err != nil {
+		return nil, fmt.Errorf("read the CSV icon: %w", err)
+	}
+	latest := opts.Record.Latest()
+	csv, err := buildCSV(p, csvInputs{record: opts.Record, version: latest.Version, iconSVG: icon})
+	if err != nil {
+		return nil, err
+	}
+	b := &Bundle{Files: map[string][]byte{}, CSV: csv}
+	if err := b.addManifests(p); err != nil {
+		return nil, err
+	}
+	if err := b.stampCreatedAt(opts); err != nil {
+		return nil, err
+	}
+	b.Files["metadata/annotations.yaml"] = annotationsYAML(opts.Record)
+	b.Files["tests/scorecard/config.yaml"] = []byte(scorecardConfig)
+	return b, nil
+}
+
+func (b *Bundle) addManifests(p *parts) error {
+	for _, crd := range p.crds {
+		data, err := marshal(crd.Object)
+		if err != nil {
+			return err
+		}
+		b.Files["manifests/"+crd.GetName()+".yaml"] = data
+	}
+	_, _, roles, clusterRoles, err := p.permissions()
+	if err != nil {
+		return err
+	}
+	for _, r := range roles {
+		r.Namespace = ""
+		if err := b.addObject(r.Name+"_rbac.authorization.k8s.io_v1_role.yaml", r); err != nil {
+			return err
+		}
+	}
+	for _, r := range clusterRoles {
+		if err := b.addObject(r.Name+"_rbac.authorization.k8s.io_v1_clusterrole.yaml", r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Bundle) addObject(name string, obj any) error {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	data, err := marshal(m)
+	if err != nil {
+		return err
+	}
+	b.Files["manifests/"+name] = data
+	return nil
+}
+
+// stampCreatedAt keeps the previous createdAt when the CSV is otherwise unchanged, so that make verify
+// can compare a fresh generation with the committed bundle.
+func (b *Bundle) stampCreatedAt(opts Options) error {
+	b.CSV.Annotations[createdAtKey] = ""
+	fresh, err := marshalCSV(b.CSV)
+	if err != nil {
+		return err
+	}
+	stamp := opts.Now().UTC().Format(createdFormat)
+	if opts.Previous != "" {
+		if old, err := os.ReadFile(filepath.Join(opts.Previous, csvFile)); err == nil {
+			if prevStamp, same := sameButCreatedAt(old, fresh); same {
+				stamp = prevStamp
+			}
+		}
+	}
+	b.CSV.Annotations[createdAtKey] = stamp
+	b.Files[csvFile], err = marshalCSV(b.CSV)
+	return err
+}
+
+// sameButCreatedAt compares two CSV files with createdAt blanked and returns the old stamp.
+func sameButCreatedAt(old, fresh []byte) (string, bool) {
+	var csv operatorsv1alpha1.ClusterServiceVersion
+	if err := yaml.Unmarshal(old, &csv); err != nil || csv.Annotations == nil {
+		return "", false
+	}
+	stamp := csv.Annotations[createdAtKey]
+	csv.Annotations[createdAtKey] = ""
+	blank, err := marshalCSV(&csv)
+	return stamp, err == nil && bytes.Equal(blank, fresh)
+}
+
+func marshalCSV(csv *operatorsv1alpha1.ClusterServiceVersion) ([]byte, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(csv)
+	if err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	return marshal(m)
+}
+
+// marshal writes YAML without the empty creationTimestamp fields typed objects carry.
+func marshal(m map[string]any) ([]byte, error) {
+	dropNullTimestamps(m)
+	return yaml.Marshal(m)
+}
+
+func dropNullTimestamps(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		if ts, ok := t["creationTimestamp"]; ok && ts == nil {
+			delete(t, "creationTimestamp")
+		}
+		for _, x := range t {
+			dropNullTimestamps(x)
+		}
+	case []any:
+		for _, x := range t {
+			dropNullTimestamps(x)
+		}
+	}
+}
+
+// Write replaces dir with the bundle: stale files from an older generation are removed.
+func (b *Bundle) Write(dir string) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(dir)), ".bundle-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	for _, name := range b.Names() {
+		path := filepath.Join(tmp, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, b.Files[name], 0o644); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dir)
+}
+
+// Names lists the bundle's files in order.
+func (b *Bundle) Names() []string {
+	names := make([]string, 0, len(b.Files))
+	for n := range b.Files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Annotations are the bundle's metadata, also the LABELs of its image.
+func Annotations(rec *release.Record) map[string]string {
+	return map[string]string{
+		"operators.operatorframework.io.bundle.mediatype.v1":       "registry+v1",
+		"operators.operatorframework.io.bundle.manifests.v1":       "manifests/",
+		"operators.operatorframework.io.bundle.metadata.v1":        "metadata/",
+		"operators.operatorframework.io.bundle.package.v1":         rec.Package,
+		"operators.operatorframework.io.bundle.channels.v1":        strings.Join(rec.Latest().Channels, ","),
+		"operators.operatorframework.io.bundle.channel.default.v1": rec.DefaultChannel,
+		"operators.operatorframework.io.test.mediatype.v1":         "scorecard+v1",
+		"operators.operatorframework.io.test.config.v1":            "tests/scorecard/",
+	}
+}
+
+func annotationsYAML(rec *release.Record) []byte {
+	data, _ := yaml.Marshal(map[string]any{"annotations": Annotations(rec)})
+	return data
+}
