@@ -89,6 +89,7 @@ func Bundle(dir string) (Report, error) {
 			report = report.add(res, minor)
 		}
 	}
+	report = append(report, pipelineChecks(b.CSV)...)
 	if err := registrybundle.NewImageValidator(nil, logrus.NewEntry(quietLogger())).ValidateBundleFormat(dir); err != nil {
 		report = append(report, Finding{Error: true, Manifest: "bundle format", Text: err.Error()})
 	}
