@@ -35,7 +35,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cacheOpts := cache.Options{}
+	cacheOpts := cache.Options{ByObject: controller.CacheByObject()}
 	if len(opts.namespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range opts.namespaces {

@@ -12,8 +12,10 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -183,6 +185,18 @@ func (r *Reconciler) syncPVCOwnership(ctx context.Context, cluster *etcdv1.EtcdC
 		}
 	}
 	return nil
+}
+
+// CacheByObject limits the informers of the kinds the operator owns to its own objects: without it the
+// manager would cache every Pod, Service, PVC and PDB of the cluster.
+func CacheByObject() map[client.Object]cache.ByObject {
+	own := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{etcdv1.LabelManagedBy: etcdv1.ManagedBy})}
+	return map[client.Object]cache.ByObject{
+		&corev1.Pod{}:                   own,
+		&corev1.PersistentVolumeClaim{}: own,
+		&corev1.Service{}:               own,
+		&policyv1.PodDisruptionBudget{}: own,
+	}
 }
 
 // SetupMetricsForTest wires the metrics without a manager, for tests that call Reconcile directly.
