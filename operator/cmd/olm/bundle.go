@@ -47,7 +47,7 @@ func generateBundle(p *paths) error {
 	if err != nil {
 		return err
 	}
-	if err := b.Write(p.bundle); err != nil {
+	if err := b.Files.Write(p.bundle); err != nil {
 		return fmt.Errorf("write %s: %w", p.bundle, err)
 	}
 	fmt.Printf("wrote %s for %s (%d files)\n", p.bundle, b.CSV.Name, len(b.Files))

@@ -43,7 +43,7 @@ func generateCatalog(ctx context.Context, p *paths) error {
 	if err != nil {
 		return err
 	}
-	if err := c.Write(p.catalog); err != nil {
+	if err := c.Files.Write(p.catalog); err != nil {
 		return fmt.Errorf("write %s: %w", p.catalog, err)
 	}
 	fmt.Printf("wrote %s: package %s, channels %s, %d releases; valid\n", p.catalog, rec.Package, strings.Join(rec.Channels(), ", "), len(rec.Releases))
@@ -127,50 +127,19 @@ func runVerify(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := sameFiles(p.bundle, b.Files); err != nil {
+	if err := b.Files.Same(p.bundle); err != nil {
 		return fmt.Errorf("bundle/ differs from a fresh generation (%w); run make bundle and commit it", err)
 	}
 	c, err := catalog.Generate(context.Background(), catalog.Options{Record: rec, BundleDir: p.bundle, CatalogDir: p.catalog})
 	if err != nil {
 		return err
 	}
-	if err := sameFiles(p.catalog, c.Files); err != nil {
+	if err := c.Files.Same(p.catalog); err != nil {
 		return fmt.Errorf("catalog/ differs from a fresh generation (%w); run make catalog and commit it", err)
 	}
 	if err := validateBundle(p.bundle); err != nil {
 		return err
 	}
 	fmt.Println("bundle/ and catalog/ match their sources")
-	return nil
-}
-
-// sameFiles compares a directory with generated files, both ways.
-func sameFiles(dir string, files map[string][]byte) error {
-	seen := 0
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		want, ok := files[rel]
-		if !ok {
-			return fmt.Errorf("%s is not generated", path)
-		}
-		got, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if string(got) != string(want) {
-			return fmt.Errorf("%s changed", path)
-		}
-		seen++
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if seen != len(files) {
-		return fmt.Errorf("%d generated files are missing from %s", len(files)-seen, dir)
-	}
 	return nil
 }

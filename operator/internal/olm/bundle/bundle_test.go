@@ -73,7 +73,7 @@ func TestGeneratedCSV(t *testing.T) {
 func TestCreatedAtIsStableUnlessContentChanges(t *testing.T) {
 	dir := t.TempDir()
 	first := generate(t, "", time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	if err := first.Write(dir); err != nil {
+	if err := first.Files.Write(dir); err != nil {
 		t.Fatal(err)
 	}
 	again := generate(t, dir, time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))

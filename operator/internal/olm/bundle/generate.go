@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/quorumkit/etcd-operator/operator/internal/olm/filetree"
 	"github.com/quorumkit/etcd-operator/operator/internal/olm/release"
 )
 
@@ -31,7 +31,7 @@ type Options struct {
 
 // Bundle is a generated bundle: file paths relative to the bundle root, and their contents.
 type Bundle struct {
-	Files map[string][]byte
+	Files filetree.Files
 	CSV   *operatorsv1alpha1.ClusterServiceVersion
 }
 
@@ -60,7 +60,7 @@ func Generate(opts Options) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bundle{Files: map[string][]byte{}, CSV: csv}
+	b := &Bundle{Files: filetree.Files{}, CSV: csv}
 	if err := b.addManifests(p); err != nil {
 		return nil, err
 	}
@@ -173,38 +173,6 @@ func dropNullTimestamps(v any) {
 			dropNullTimestamps(x)
 		}
 	}
-}
-
-// Write replaces dir with the bundle: stale files from an older generation are removed.
-func (b *Bundle) Write(dir string) error {
-	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(dir)), ".bundle-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	for _, name := range b.Names() {
-		path := filepath.Join(tmp, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(path, b.Files[name], 0o644); err != nil {
-			return err
-		}
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dir)
-}
-
-// Names lists the bundle's files in order.
-func (b *Bundle) Names() []string {
-	names := make([]string, 0, len(b.Files))
-	for n := range b.Files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // Annotations are the bundle's metadata, also the LABELs of its image.

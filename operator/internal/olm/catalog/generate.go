@@ -8,12 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 
 	"github.com/operator-framework/operator-registry/alpha/action"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/pkg/image"
 
+	"github.com/quorumkit/etcd-operator/operator/internal/olm/filetree"
 	"github.com/quorumkit/etcd-operator/operator/internal/olm/release"
 )
 
@@ -29,7 +29,7 @@ type Options struct {
 
 // Catalog is a generated file-based catalog: file paths relative to the catalog root, with their YAML.
 type Catalog struct {
-	Files map[string][]byte
+	Files filetree.Files
 }
 
 // Generate builds the catalog: the package, its channels from the release record, the latest bundle
@@ -41,7 +41,7 @@ func Generate(ctx context.Context, opts Options) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Catalog{Files: map[string][]byte{}}
+	c := &Catalog{Files: filetree.Files{}}
 	for _, rel := range rec.Releases[:len(rec.Releases)-1] {
 		path := bundleFile(rec, rel.Version)
 		data, err := os.ReadFile(filepath.Join(opts.CatalogDir, path))
@@ -114,38 +114,6 @@ func toYAML(cfg declcfg.DeclarativeConfig) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-// Names lists the catalog's files in order.
-func (c *Catalog) Names() []string {
-	names := make([]string, 0, len(c.Files))
-	for n := range c.Files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// Write replaces dir with the catalog.
-func (c *Catalog) Write(dir string) error {
-	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(dir)), ".catalog-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	for _, name := range c.Names() {
-		path := filepath.Join(tmp, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(path, c.Files[name], 0o644); err != nil {
-			return err
-		}
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dir)
 }
 
 // noRegistry refuses image pulls: the catalog is rendered from directories only, and the default

@@ -29,21 +29,11 @@ func CheckGraph(cfg *declcfg.DeclarativeConfig) error {
 
 func checkChannel(ch declcfg.Channel, bundles map[string]bool) []error {
 	where := fmt.Sprintf("package %s, channel %s", ch.Package, ch.Name)
-	var errs []error
-	entries := map[string]declcfg.ChannelEntry{}
-	for _, e := range ch.Entries {
-		if _, dup := entries[e.Name]; dup {
-			errs = append(errs, fmt.Errorf("%s: %s is listed twice; keep one entry", where, e.Name))
-		}
-		entries[e.Name] = e
-		if !bundles[ch.Package+"/"+e.Name] {
-			errs = append(errs, fmt.Errorf("%s: entry %s has no olm.bundle of that name; add the bundle (make release) or remove the entry", where, e.Name))
-		}
-	}
+	entries, errs := indexEntries(ch, bundles, where)
 	if len(entries) == 0 {
 		return append(errs, fmt.Errorf("%s: the channel has no entries; add a release to it or delete it", where))
 	}
-	replacedBy, skipped := map[string]string{}, map[string]bool{}
+	replaced, skipped := map[string]bool{}, map[string]bool{}
 	for _, e := range ch.Entries {
 		for _, s := range e.Skips {
 			skipped[s] = true
@@ -55,11 +45,11 @@ func checkChannel(ch declcfg.Channel, bundles map[string]bool) []error {
 			errs = append(errs, fmt.Errorf("%s: %s replaces %s, which is not in the channel; add %s to the channel or make %s replace the release before it",
 				where, e.Name, e.Replaces, e.Replaces, e.Name))
 		}
-		replacedBy[e.Replaces] = e.Name
+		replaced[e.Replaces] = true
 	}
 	var heads []string
 	for _, e := range ch.Entries {
-		if _, replaced := replacedBy[e.Name]; !replaced && !skipped[e.Name] {
+		if !replaced[e.Name] && !skipped[e.Name] {
 			heads = append(heads, e.Name)
 		}
 	}
@@ -67,17 +57,37 @@ func checkChannel(ch declcfg.Channel, bundles map[string]bool) []error {
 	case 0:
 		return append(errs, fmt.Errorf("%s: no head (every entry is replaced by another): the replaces form a cycle; the newest release must not be replaced by an older one", where))
 	case 1:
-	default:
-		return append(errs, fmt.Errorf("%s: %d heads (%s) but a channel needs exactly one newest release; make the newer one replace the older (releases form one chain)",
-			where, len(heads), strings.Join(heads, ", ")))
+		return append(errs, walkFromHead(heads[0], entries, skipped, where)...)
 	}
-	// Walk the replaces chain from the head: a repeat is a cycle, and whatever the walk misses is stranded.
+	return append(errs, fmt.Errorf("%s: %d heads (%s) but a channel needs exactly one newest release; make the newer one replace the older (releases form one chain)",
+		where, len(heads), strings.Join(heads, ", ")))
+}
+
+// indexEntries maps entry names to entries, reporting duplicates and entries without a bundle.
+func indexEntries(ch declcfg.Channel, bundles map[string]bool, where string) (map[string]declcfg.ChannelEntry, []error) {
+	var errs []error
+	entries := map[string]declcfg.ChannelEntry{}
+	for _, e := range ch.Entries {
+		if _, dup := entries[e.Name]; dup {
+			errs = append(errs, fmt.Errorf("%s: %s is listed twice; keep one entry", where, e.Name))
+		}
+		entries[e.Name] = e
+		if !bundles[ch.Package+"/"+e.Name] {
+			errs = append(errs, fmt.Errorf("%s: entry %s has no olm.bundle of that name; add the bundle (make release) or remove the entry", where, e.Name))
+		}
+	}
+	return entries, errs
+}
+
+// walkFromHead follows replaces from the head: a repeat is a cycle, and whatever the walk misses (and no
+// entry skips) is stranded.
+func walkFromHead(head string, entries map[string]declcfg.ChannelEntry, skipped map[string]bool, where string) []error {
 	reached := map[string]bool{}
 	var path []string
-	for cur := heads[0]; cur != ""; cur = entries[cur].Replaces {
+	for cur := head; cur != ""; cur = entries[cur].Replaces {
 		path = append(path, cur)
 		if reached[cur] {
-			return append(errs, fmt.Errorf("%s: the replaces chain loops: %s; remove the replaces that points back", where, strings.Join(path, " -> ")))
+			return []error{fmt.Errorf("%s: the replaces chain loops: %s; remove the replaces that points back", where, strings.Join(path, " -> "))}
 		}
 		reached[cur] = true
 		if _, ok := entries[cur]; !ok || skipped[entries[cur].Replaces] {
@@ -91,9 +101,10 @@ func checkChannel(ch declcfg.Channel, bundles map[string]bool) []error {
 		}
 	}
 	slices.Sort(stranded)
+	var errs []error
 	for _, s := range stranded {
 		errs = append(errs, fmt.Errorf("%s: %s is stranded: no upgrade path leads from it to the head %s; make the release after it replace it, or list it in that release's skips",
-			where, s, heads[0]))
+			where, s, head))
 	}
 	return errs
 }

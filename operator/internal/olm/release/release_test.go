@@ -69,7 +69,7 @@ func TestLoadBad(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			text := good
+			var text string
 			if r, ok := replacements[tt.name]; ok {
 				text = strings.Replace(good, tt.edit, r, 1)
 			} else {
