@@ -13,6 +13,8 @@ BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
 KUSTOMIZE := $(BIN)/kustomize
 GOLANGCI_LINT := $(BIN)/golangci-lint
+OPM := $(BIN)/opm
+PROBE := $(BIN)/grpc_health_probe
 KUBE_VERSION_FLAGS := -X k8s.io/component-base/version.gitVersion=v1.35.4 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35
 BUILD_TOOL := scripts/build-tool.sh
 
@@ -35,7 +37,7 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC in config/ from the Go
 
 .PHONY: build
 build: generate ## Build the operator binary into bin/etcd-operator.
-	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -trimpath -o $(BIN)/etcd-operator ./operator/cmd/etcd-operator
+	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -trimpath -ldflags "-s -w" -o $(BIN)/etcd-operator ./operator/cmd/etcd-operator
 
 .PHONY: run
 run: manifests generate ## Run the operator against the cluster in $KUBECONFIG (install the CRD first: make install).
@@ -52,7 +54,7 @@ render: manifests $(KUSTOMIZE) ## Render the full operator install (CRD, RBAC, D
 ##@ Tests
 
 .PHONY: test
-test: envtest-tools ## Unit, real-etcd and real-apiserver tests, plus a short fuzz of the planner.
+test: envtest-tools $(OPM) $(PROBE) ## Unit, real-etcd and real-apiserver tests, plus a short fuzz of the planner.
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags $(TAGS) ./operator/... -count=1 -timeout 20m
 	$(GO) test ./operator/internal/plan -run '^$$' -fuzz FuzzNext -fuzztime $(FUZZTIME)
 
@@ -74,6 +76,7 @@ verify: generate manifests $(KUSTOMIZE) ## Fail if generated files, formatting o
 	@test -z "$$(gofmt -l operator)" || { echo "gofmt needed on:"; gofmt -l operator; exit 1; }
 	$(GO) vet -tags $(TAGS) ./operator/...
 	$(OLM) verify
+	$(OLM) dockerfiles
 	@$(KUSTOMIZE) build config/default > /dev/null
 	@$(KUSTOMIZE) build config/samples > /dev/null
 	@git diff --exit-code -- go.mod go.sum operator config || { echo "generated files drifted: commit the output of make generate manifests"; exit 1; }
@@ -89,6 +92,14 @@ bundle: manifests ## Generate bundle/ (CSV, CRDs, metadata, scorecard) from conf
 catalog: bundle ## Generate and validate the file-based catalog in catalog/ from the release record.
 	$(OLM) catalog
 
+.PHONY: images
+images: build $(OPM) $(PROBE) ## Build operator, bundle and catalog images as OCI layouts in build/images; REGISTRY=host:port/org pushes them.
+	$(OLM) images $(if $(REGISTRY),-registry $(REGISTRY))
+
+.PHONY: operatorhub
+operatorhub: ## Write and check the community-operators submission tree in build/operatorhub.
+	$(OLM) operatorhub
+
 .PHONY: release
 release: ## Cut a release: make release VERSION=x.y.z [CHANNELS=stable,candidate]
 	$(OLM) release -version $(VERSION) $(if $(CHANNELS),-channels $(CHANNELS))
@@ -96,7 +107,7 @@ release: ## Cut a release: make release VERSION=x.y.z [CHANNELS=stable,candidate
 ##@ Tools
 
 .PHONY: tools
-tools: envtest-tools $(CONTROLLER_GEN) $(KUSTOMIZE) ## Build every pinned tool into bin/.
+tools: envtest-tools $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPM) $(PROBE) ## Build every pinned tool into bin/.
 
 .PHONY: envtest-tools
 envtest-tools: ## Build kube-apiserver, kube-controller-manager, kubectl and etcd for tests (first time: about 7 minutes).
@@ -105,7 +116,7 @@ envtest-tools: ## Build kube-apiserver, kube-controller-manager, kubectl and etc
 	@$(BUILD_TOOL) kubernetes k8s.io/kubernetes/cmd/kubectl kubectl -ldflags "$(KUBE_VERSION_FLAGS)"
 	@$(BUILD_TOOL) etcd go.etcd.io/etcd/server/v3 etcd
 
-.PHONY: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT)
+.PHONY: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(OPM) $(PROBE)
 $(CONTROLLER_GEN):
 	@$(BUILD_TOOL) controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen controller-gen
 $(KUSTOMIZE):
@@ -118,3 +129,7 @@ $(GOLANGCI_LINT):
 .PHONY: demo
 demo: envtest-tools ## Walk through the operator on a real kube-apiserver (see README).
 	$(GO) run ./operator/cmd/demo
+$(OPM): ## opm from the same operator-registry version the catalog cache is built with (first time: about 3 minutes).
+	@$(BUILD_TOOL) opm github.com/operator-framework/operator-registry/cmd/opm opm -tags $(TAGS),exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper
+$(PROBE):
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(PROBE) ./operator/cmd/grpc-health-probe

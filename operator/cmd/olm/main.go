@@ -4,10 +4,13 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/quorumkit/etcd-operator/operator/internal/olm/images"
 )
 
 const usage = `usage: olm <command> [flags]
@@ -20,6 +23,7 @@ commands:
   images        build the operator, bundle and catalog images (OCI layouts; -registry to push)
   operatorhub   write and check the community-operators submission tree
   verify        fail if bundle/ or catalog/ differ from a fresh generation
+  dockerfiles   fail if bundle.Dockerfile or catalog.Dockerfile drift from the Go-built images
 `
 
 func main() {
@@ -37,6 +41,7 @@ func main() {
 		"images":      runImages,
 		"operatorhub": runOperatorHub,
 		"verify":      runVerify,
+		"dockerfiles": runDockerfiles,
 	}
 	run, ok := commands[os.Args[1]]
 	if !ok {
@@ -47,4 +52,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "olm "+os.Args[1]+":", err)
 		os.Exit(1)
 	}
+}
+
+func runDockerfiles(args []string) error {
+	fs := flag.NewFlagSet("dockerfiles", flag.ContinueOnError)
+	p := commonFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := images.CheckDockerfiles(p.root); err != nil {
+		return err
+	}
+	fmt.Println("bundle.Dockerfile and catalog.Dockerfile match the Go-built images")
+	return nil
 }
