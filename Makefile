@@ -33,7 +33,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code from the API types.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC in config/ from the Go types and markers.
 	$(CONTROLLER_GEN) crd paths=./operator/api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./operator/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./operator/internal/controller/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: build
 build: generate ## Build the operator binary into bin/etcd-operator.
@@ -79,8 +79,8 @@ verify: generate manifests $(KUSTOMIZE) ## Fail if generated files, formatting o
 	$(OLM) dockerfiles
 	@$(KUSTOMIZE) build config/default > /dev/null
 	@$(KUSTOMIZE) build config/samples > /dev/null
-	@git diff --exit-code -- go.mod go.sum operator config || { echo "generated files drifted: commit the output of make generate manifests"; exit 1; }
-	@test -z "$$(git status --porcelain -- operator config)" || { echo "untracked generated files:"; git status --porcelain -- operator config; exit 1; }
+	@git diff --exit-code -- go.mod go.sum operator config bundle catalog || { echo "generated files drifted: commit the output of make generate manifests"; exit 1; }
+	@test -z "$$(git status --porcelain -- operator config bundle catalog)" || { echo "untracked generated files:"; git status --porcelain -- operator config bundle catalog; exit 1; }
 
 ##@ OLM
 
