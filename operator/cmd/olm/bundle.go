@@ -38,12 +38,19 @@ func runBundle(args []string) error {
 	return generateBundle(p)
 }
 
-func generateBundle(p *paths) error {
+// freshBundle generates the bundle for the record's latest release, keeping the committed createdAt
+// when nothing else changed.
+func freshBundle(p *paths) (*release.Record, *bundle.Bundle, error) {
 	rec, err := release.Load(p.record)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	b, err := bundle.Generate(bundle.Options{Root: p.root, Record: rec, Previous: p.bundle, Now: time.Now})
+	return rec, b, err
+}
+
+func generateBundle(p *paths) error {
+	_, b, err := freshBundle(p)
 	if err != nil {
 		return err
 	}

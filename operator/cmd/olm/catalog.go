@@ -7,9 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/quorumkit/etcd-operator/operator/internal/olm/bundle"
 	"github.com/quorumkit/etcd-operator/operator/internal/olm/catalog"
 	"github.com/quorumkit/etcd-operator/operator/internal/olm/release"
 )
@@ -119,11 +117,7 @@ func runVerify(args []string) error {
 		return err
 	}
 	p.resolve()
-	rec, err := release.Load(p.record)
-	if err != nil {
-		return err
-	}
-	b, err := bundle.Generate(bundle.Options{Root: p.root, Record: rec, Previous: p.bundle, Now: time.Now})
+	rec, b, err := freshBundle(p)
 	if err != nil {
 		return err
 	}

@@ -67,10 +67,11 @@ func (c *Catalog) check(ctx context.Context, dir string, rec *release.Record) er
 	return nil
 }
 
-// describe gives the package the latest CSV's description and icon, which OperatorHub and
-// packagemanifests show.
-func describe(pkg *declcfg.Package, rendered *declcfg.DeclarativeConfig) error {
-	for _, p := range rendered.Bundles[0].Properties {
+// BundleObjects returns the manifests a catalog bundle carries inline (its olm.bundle.object
+// properties), as JSON.
+func BundleObjects(b declcfg.Bundle) ([][]byte, error) {
+	var out [][]byte
+	for _, p := range b.Properties {
 		if p.Type != "olm.bundle.object" {
 			continue
 		}
@@ -78,8 +79,24 @@ func describe(pkg *declcfg.Package, rendered *declcfg.DeclarativeConfig) error {
 			Data []byte `json:"data"`
 		}
 		if err := json.Unmarshal(p.Value, &wrapped); err != nil {
-			return err
+			return nil, fmt.Errorf("bundle %s: olm.bundle.object: %w", b.Name, err)
 		}
+		out = append(out, wrapped.Data)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("bundle %s carries no manifests (olm.bundle.object)", b.Name)
+	}
+	return out, nil
+}
+
+// describe gives the package the latest CSV's description and icon, which OperatorHub and
+// packagemanifests show.
+func describe(pkg *declcfg.Package, rendered *declcfg.DeclarativeConfig) error {
+	objs, err := BundleObjects(rendered.Bundles[0])
+	if err != nil {
+		return err
+	}
+	for _, data := range objs {
 		var obj struct {
 			Kind string `json:"kind"`
 			Spec struct {
@@ -90,7 +107,7 @@ func describe(pkg *declcfg.Package, rendered *declcfg.DeclarativeConfig) error {
 				} `json:"icon"`
 			} `json:"spec"`
 		}
-		if err := json.Unmarshal(wrapped.Data, &obj); err != nil || obj.Kind != "ClusterServiceVersion" {
+		if err := json.Unmarshal(data, &obj); err != nil || obj.Kind != "ClusterServiceVersion" {
 			continue
 		}
 		pkg.Description = strings.TrimSpace(obj.Spec.Description)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/quorumkit/etcd-operator/operator/internal/olm/bundle"
+	"github.com/quorumkit/etcd-operator/operator/internal/olm/catalog"
 	"github.com/quorumkit/etcd-operator/operator/internal/olm/release"
 )
 
@@ -61,30 +62,24 @@ func findBundle(cfg *declcfg.DeclarativeConfig, name string) (declcfg.Bundle, er
 
 // writeManifests writes each olm.bundle.object back as a file, named by kind and name.
 func writeManifests(dir string, b declcfg.Bundle) error {
+	objs, err := catalog.BundleObjects(b)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	n := 0
-	for _, p := range b.Properties {
-		if p.Type != "olm.bundle.object" {
-			continue
-		}
-		var wrapped struct {
-			Data []byte `json:"data"`
-		}
-		if err := json.Unmarshal(p.Value, &wrapped); err != nil {
-			return err
-		}
+	for _, raw := range objs {
 		var obj struct {
 			Kind     string `json:"kind"`
 			Metadata struct {
 				Name string `json:"name"`
 			} `json:"metadata"`
 		}
-		if err := json.Unmarshal(wrapped.Data, &obj); err != nil {
+		if err := json.Unmarshal(raw, &obj); err != nil {
 			return err
 		}
-		data, err := yaml.JSONToYAML(wrapped.Data)
+		data, err := yaml.JSONToYAML(raw)
 		if err != nil {
 			return err
 		}
@@ -92,10 +87,6 @@ func writeManifests(dir string, b declcfg.Bundle) error {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return err
 		}
-		n++
-	}
-	if n == 0 {
-		return fmt.Errorf("bundle %s carries no manifests (olm.bundle.object)", b.Name)
 	}
 	return nil
 }
