@@ -153,6 +153,7 @@ const (
 // AutoCompaction configures etcd's automatic history compaction.
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Revision' || self.retention.matches('^[1-9][0-9]{0,17}$')",message="spec.etcd.autoCompaction.retention must be a positive integer number of revisions when mode is Revision, for example 10000"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Periodic' || self.retention.matches('^([0-9]{1,5}(\\\\.[0-9]+)?(ms|s|m|h))+$')",message="spec.etcd.autoCompaction.retention must be a duration when mode is Periodic, for example 1h or 30m"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Periodic' || !self.retention.matches('^(0+(\\\\.0+)?(ms|s|m|h))+$')",message="spec.etcd.autoCompaction.retention must be longer than zero; etcd treats zero as compaction off, so to turn compaction off remove spec.etcd.autoCompaction"
 type AutoCompaction struct {
 	// Mode is Periodic or Revision.
 	Mode CompactionMode `json:"mode"`

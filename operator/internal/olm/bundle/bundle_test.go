@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -82,6 +83,14 @@ func TestCreatedAtIsStableUnlessContentChanges(t *testing.T) {
 	}
 	if string(again.Files[csvFile]) != string(first.Files[csvFile]) {
 		t.Fatal("regenerating an unchanged bundle changed the CSV")
+	}
+	// Any file of the bundle changing (here a CRD, the CSV untouched) moves createdAt.
+	crd := filepath.Join(dir, "manifests", "etcdclusters.etcd.quorumkit.dev.yaml")
+	if err := os.WriteFile(crd, append(first.Files["manifests/etcdclusters.etcd.quorumkit.dev.yaml"], []byte("# edited\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := generate(t, dir, time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)).CSV.Annotations["createdAt"]; got != "2031-01-01T00:00:00Z" {
+		t.Fatalf("a changed CRD kept the old createdAt %s", got)
 	}
 	rec, _ := release.Load(filepath.Join(root, "config", "releases.yaml"))
 	if err := rec.Add("9.9.9", []string{"stable"}); err != nil {

@@ -64,11 +64,11 @@ func Generate(opts Options) (*Bundle, error) {
 	if err := b.addManifests(p); err != nil {
 		return nil, err
 	}
+	b.Files["metadata/annotations.yaml"] = annotationsYAML(opts.Record)
+	b.Files["tests/scorecard/config.yaml"] = []byte(scorecardConfig)
 	if err := b.stampCreatedAt(opts); err != nil {
 		return nil, err
 	}
-	b.Files["metadata/annotations.yaml"] = annotationsYAML(opts.Record)
-	b.Files["tests/scorecard/config.yaml"] = []byte(scorecardConfig)
 	return b, nil
 }
 
@@ -111,8 +111,8 @@ func (b *Bundle) addObject(name string, obj any) error {
 	return nil
 }
 
-// stampCreatedAt keeps the previous createdAt when the CSV is otherwise unchanged, so that make verify
-// can compare a fresh generation with the committed bundle.
+// stampCreatedAt keeps the previous createdAt when no file of the bundle changed (the CSV compared
+// without its createdAt), so that make verify can compare a fresh generation with the committed bundle.
 func (b *Bundle) stampCreatedAt(opts Options) error {
 	b.CSV.Annotations[createdAtKey] = ""
 	fresh, err := marshalCSV(b.CSV)
@@ -120,16 +120,35 @@ func (b *Bundle) stampCreatedAt(opts Options) error {
 		return err
 	}
 	stamp := opts.Now().UTC().Format(createdFormat)
-	if opts.Previous != "" {
-		if old, err := os.ReadFile(filepath.Join(opts.Previous, csvFile)); err == nil {
-			if prevStamp, same := sameButCreatedAt(old, fresh); same {
-				stamp = prevStamp
-			}
-		}
+	if prevStamp, same := b.sameAsPrevious(opts.Previous, fresh); same {
+		stamp = prevStamp
 	}
 	b.CSV.Annotations[createdAtKey] = stamp
 	b.Files[csvFile], err = marshalCSV(b.CSV)
 	return err
+}
+
+// sameAsPrevious reports whether the previous bundle in dir has exactly these files with these
+// contents, its CSV differing at most in createdAt, and returns that createdAt.
+func (b *Bundle) sameAsPrevious(dir string, freshCSV []byte) (string, bool) {
+	if dir == "" {
+		return "", false
+	}
+	old, err := os.ReadFile(filepath.Join(dir, csvFile))
+	if err != nil {
+		return "", false
+	}
+	stamp, sameCSV := sameButCreatedAt(old, freshCSV)
+	if !sameCSV {
+		return "", false
+	}
+	expected := filetree.Files{csvFile: old}
+	for name, data := range b.Files {
+		if name != csvFile {
+			expected[name] = data
+		}
+	}
+	return stamp, expected.Same(dir) == nil
 }
 
 // sameButCreatedAt compares two CSV files with createdAt blanked and returns the old stamp.
