@@ -110,10 +110,11 @@ release: ## Cut a release: make release VERSION=x.y.z [CHANNELS=stable,candidate
 tools: envtest-tools $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPM) $(PROBE) ## Build every pinned tool into bin/.
 
 .PHONY: envtest-tools
-envtest-tools: ## Build kube-apiserver, kube-controller-manager, kubectl and etcd for tests (first time: about 7 minutes).
+envtest-tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and etcd for tests (first time: about 7 minutes).
 	@$(BUILD_TOOL) kubernetes k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver -ldflags "$(KUBE_VERSION_FLAGS)"
 	@$(BUILD_TOOL) kubernetes k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager -ldflags "$(KUBE_VERSION_FLAGS)"
 	@$(BUILD_TOOL) kubernetes k8s.io/kubernetes/cmd/kubectl kubectl -ldflags "$(KUBE_VERSION_FLAGS)"
+	@$(BUILD_TOOL) kubernetes k8s.io/kubernetes/cmd/kube-scheduler kube-scheduler -ldflags "$(KUBE_VERSION_FLAGS)"
 	@$(BUILD_TOOL) etcd go.etcd.io/etcd/server/v3 etcd
 
 .PHONY: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(OPM) $(PROBE)

@@ -1,0 +1,268 @@
+// Package localcluster runs a real Kubernetes control plane (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler) on this machine without a container runtime, entirely inside a
+// network namespace it creates, and removes every trace of it on Stop.
+//
+// Why a namespace: EndpointSlices reject loopback addresses, so the apiserver (and later the pods) need
+// real addresses, and private-range addresses must never appear in the machine's own network namespace.
+// The cluster's namespace holds a bridge with 10.244.0.1/16, the apiserver listens on that address and
+// etcd on the namespace's loopback. This process reaches the apiserver with a dialer that opens its
+// sockets inside the namespace (RESTConfig); tools such as kubectl use Kubeconfig, which points at a
+// forwarder on the host's 127.0.0.1. Nothing listens on the machine's other interfaces.
+//
+// It needs root (to create namespaces) and Linux. The binaries come from Options.BinDir, by default the
+// repository's bin directory.
+package localcluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Options configure Start. The zero value works from inside the repository.
+type Options struct {
+	// Dir is where the cluster's working directory (certificates, etcd data, logs, kubeconfigs) is
+	// created; Stop removes that directory. Empty means os.TempDir().
+	Dir string
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager and kube-scheduler. Empty means the bin
+	// directory at the root of this repository, found by walking up from the working directory.
+	BinDir string
+	// Log receives the components' output, each line prefixed with the component's name. Nil discards
+	// it; the logs are still written to files in the working directory and quoted in errors.
+	Log io.Writer
+	// Timeout bounds Start as a whole. Zero means two minutes.
+	Timeout time.Duration
+}
+
+// Cluster is a running control plane. Stop it when done; a test binary that dies without stopping it
+// still leaves nothing running (see Start).
+type Cluster struct {
+	dir        string
+	ns         *netNS
+	fwd        *forwarder
+	procs      []*process // in start order
+	watchdog   *exec.Cmd
+	caPEM      []byte
+	adminToken string
+	config     *rest.Config
+	client     kubernetes.Interface
+	kubeconfig string
+	timings    Timings
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Timings record how long each stage of Start took, measured from the moment Start was called.
+type Timings struct {
+	APIServerReady time.Duration // /readyz answered ok
+	Ready          time.Duration // the default ServiceAccount exists: Start returned
+}
+
+var binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
+// Start creates the namespace, starts the control plane in it and returns once the apiserver is ready
+// and the controller-manager has created the default ServiceAccount. On failure it cleans up and returns
+// an error quoting the end of the failing component's log.
+//
+// Every component gets SIGKILL if this process dies (Pdeathsig), and a small watchdog process removes
+// the namespace and the working directory after this process has gone, should Stop never run.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("localcluster: must run as root: it creates network namespaces (ip netns add)")
+	}
+	binDir, err := resolveBinDir(opts.BinDir)
+	if err != nil {
+		return nil, err
+	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	begin := time.Now()
+	c, err := prepare(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.boot(ctx, binDir, opts.Log, begin); err != nil {
+		return nil, errors.Join(fmt.Errorf("localcluster: %w", err), c.Stop())
+	}
+	c.timings.Ready = time.Since(begin)
+	return c, nil
+}
+
+// prepare creates the working directory, the certificates and the namespace, and starts the watchdog.
+func prepare(parent string) (*Cluster, error) {
+	dir, err := os.MkdirTemp(parent, "localcluster-")
+	if err != nil {
+		return nil, fmt.Errorf("localcluster: create working directory: %w", err)
+	}
+	c := &Cluster{dir: dir, adminToken: randomHex(16)}
+	fail := func(err error) (*Cluster, error) {
+		return nil, errors.Join(fmt.Errorf("localcluster: %w", err), c.Stop())
+	}
+	for _, sub := range []string{"pki", "etcd", "logs"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			return fail(fmt.Errorf("create %s: %w", sub, err))
+		}
+	}
+	if c.caPEM, err = writePKI(filepath.Join(dir, "pki"), apiserverSANs(), c.adminToken); err != nil {
+		return fail(fmt.Errorf("create certificates: %w", err))
+	}
+	if err := writeComponentKubeconfigs(dir); err != nil {
+		return fail(err)
+	}
+	// Unique per run: the pid tells a leftover's origin, the random part avoids reuse after pid wrap.
+	name := fmt.Sprintf("localcluster-%d-%s", os.Getpid(), randomHex(3))
+	if c.ns, err = createNetNS(name, apiserverIP+podCIDRPrefix); err != nil {
+		return fail(fmt.Errorf("create network namespace: %w", err))
+	}
+	if c.watchdog, err = startWatchdog(c.ns, dir); err != nil {
+		return fail(err)
+	}
+	return c, nil
+}
+
+// boot starts the components and waits for each stage to be ready. The controller-manager and scheduler
+// start only once the apiserver is ready: they would otherwise spend their own start-up timeouts waiting
+// for it.
+func (c *Cluster) boot(ctx context.Context, binDir string, log io.Writer, begin time.Time) error {
+	start := func(name string, args []string) (*process, error) {
+		p, err := startProcess(c.ns, name, filepath.Join(binDir, name),
+			filepath.Join(c.dir, "logs", name+".log"), log, args...)
+		if err == nil {
+			c.procs = append(c.procs, p)
+		}
+		return p, err
+	}
+	if _, err := start("etcd", etcdArgs(c.dir)); err != nil {
+		return err
+	}
+	apiserver, err := start("kube-apiserver", apiserverArgs(c.dir))
+	if err != nil {
+		return err
+	}
+	if err := c.setupClients(); err != nil {
+		return err
+	}
+	if err := c.waitReadyz(ctx, apiserver); err != nil {
+		return err
+	}
+	c.timings.APIServerReady = time.Since(begin)
+	kcm, err := start("kube-controller-manager", controllerManagerArgs(c.dir))
+	if err != nil {
+		return err
+	}
+	if _, err := start("kube-scheduler", schedulerArgs(c.dir)); err != nil {
+		return err
+	}
+	return c.waitDefaultServiceAccount(ctx, kcm)
+}
+
+// setupClients builds the in-process client (dialing inside the namespace) and the loopback forwarder
+// and kubeconfig for external tools.
+func (c *Cluster) setupClients() error {
+	c.config = &rest.Config{
+		Host:            apiserverURL(),
+		BearerToken:     c.adminToken,
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.caPEM},
+		Dial:            c.ns.dialContext,
+		QPS:             100,
+		Burst:           200,
+	}
+	var err error
+	if c.client, err = kubernetes.NewForConfig(c.config); err != nil {
+		return fmt.Errorf("create client: %w", err)
+	}
+	if c.fwd, err = startForwarder(c.ns, strings.TrimPrefix(apiserverURL(), "https://")); err != nil {
+		return err
+	}
+	c.kubeconfig = filepath.Join(c.dir, "admin.kubeconfig")
+	return writeKubeconfig(c.kubeconfig, "https://"+c.fwd.addr(), filepath.Join(c.dir, "pki", caCert),
+		&clientcmdapi.AuthInfo{Token: c.adminToken})
+}
+
+// RESTConfig returns a cluster-admin configuration whose connections are opened inside the cluster's
+// namespace. Each call returns a new copy.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.config) }
+
+// Client returns a cluster-admin client-go clientset built from RESTConfig.
+func (c *Cluster) Client() kubernetes.Interface { return c.client }
+
+// Kubeconfig returns the path of a cluster-admin kubeconfig for tools run in the host namespace, such as
+// kubectl. It points at a forwarder on 127.0.0.1 that lives in this process until Stop.
+func (c *Cluster) Kubeconfig() string { return c.kubeconfig }
+
+// Timings returns how long Start took to reach each stage.
+func (c *Cluster) Timings() Timings { return c.timings }
+
+// Dir returns the cluster's working directory (removed by Stop).
+func (c *Cluster) Dir() string { return c.dir }
+
+// NetNS returns the name of the cluster's network namespace, as `ip netns` knows it.
+func (c *Cluster) NetNS() string { return c.ns.name }
+
+// Command returns a command that runs name inside the cluster's network namespace (with a private mount
+// namespace), where the apiserver is https://10.244.0.1:6443. It is killed if this process dies; Stop
+// also kills whatever still runs in the namespace.
+func (c *Cluster) Command(name string, args ...string) *exec.Cmd { return c.ns.command(name, args...) }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on Linux
+	return hex.EncodeToString(b)
+}
+
+// resolveBinDir checks that every binary is present, so a missing one fails at once with a hint.
+func resolveBinDir(dir string) (string, error) {
+	if dir == "" {
+		root, err := repoRoot()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(root, "bin")
+	}
+	for _, name := range binaries {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return "", fmt.Errorf("localcluster: %s not found in %s: build it with scripts/build-tool.sh "+
+				"(see operator/tools/kubernetes and operator/tools/etcd)", name, dir)
+		}
+	}
+	return dir, nil
+}
+
+// repoRoot walks up from the working directory (a test's package directory) to this module's go.mod.
+func repoRoot() (string, error) {
+	const module = "module github.com/quorumkit/etcd-operator\n"
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("localcluster: %w", err)
+	}
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(data), module) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("localcluster: no go.mod of github.com/quorumkit/etcd-operator above the " +
+				"working directory; set Options.BinDir")
+		}
+		dir = parent
+	}
+}
