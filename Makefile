@@ -68,7 +68,7 @@ bench-scale: ## Time the embedded-etcd scale sequence 1->3->5->3 (5 runs).
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
-	$(GOLANGCI_LINT) run --config operator/.golangci.yml ./operator/...
+	$(GOLANGCI_LINT) run --allow-parallel-runners --config operator/.golangci.yml ./operator/...
 
 .PHONY: verify
 verify: generate manifests $(KUSTOMIZE) ## Fail if generated files, formatting or go.mod drift from their sources.
