@@ -73,13 +73,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if etcd != nil {
-		defer func() {
-			if cerr := etcd.Close(); cerr != nil {
-				logger.V(1).Info("closing the etcd client", "error", cerr)
-			}
-		}()
-	}
+	defer func() {
+		if cerr := etcd.Close(); cerr != nil {
+			logger.V(1).Info("closing the etcd client", "error", cerr)
+		}
+	}()
 	obs, err := r.observe(ctx, &cluster, etcd)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -56,17 +56,13 @@ func (r *Reconciler) observe(ctx context.Context, cluster *etcdv1.EtcdCluster, e
 	if err := r.listOwned(ctx, cluster, o); err != nil {
 		return nil, err
 	}
-	if etcd != nil {
-		listCtx, cancel := context.WithTimeout(ctx, memberListTimeout)
-		o.members, o.listErr = etcd.MemberList(listCtx)
-		cancel()
-		if o.listErr == nil {
-			o.checks = checkMembers(ctx, etcd, o.members)
-		} else {
-			o.answering = countAnswering(ctx, etcd, r.Objects.DNS(cluster), cluster.Status.Members)
-		}
+	listCtx, cancel := context.WithTimeout(ctx, memberListTimeout)
+	o.members, o.listErr = etcd.MemberList(listCtx)
+	cancel()
+	if o.listErr == nil {
+		o.checks = checkMembers(ctx, etcd, o.members)
 	} else {
-		o.listErr = fmt.Errorf("no member Pod exists to contact")
+		o.answering = countAnswering(ctx, etcd, r.Objects.DNS(cluster), cluster.Status.Members)
 	}
 	lost, err := r.lostNodes(ctx, o.pods)
 	if err != nil {
