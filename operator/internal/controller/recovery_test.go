@@ -2,7 +2,7 @@ package controller_test
 
 import (
 	"slices"
-	"strings"
+	"strconv"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -214,10 +214,8 @@ func gauge(t *testing.T, name, ns string) float64 {
 func memberID(h *harness, name string) uint64 {
 	for _, m := range h.cluster().Status.Members {
 		if m.Name == name {
-			var id uint64
-			for _, r := range strings.ToLower(m.ID) {
-				id = id*16 + uint64(strings.IndexRune("0123456789abcdef", r))
-			}
+			id, err := strconv.ParseUint(m.ID, 16, 64)
+			must(h.t, err)
 			return id
 		}
 	}

@@ -3,6 +3,8 @@ package plan
 import (
 	"fmt"
 	"slices"
+
+	etcdv1 "github.com/quorumkit/etcd-operator/operator/api/v1alpha1"
 )
 
 // CheckInvariants reports the first safety rule an action would break on the observed cluster. The
@@ -50,7 +52,7 @@ func checkAdd(c Cluster, a Action, exists bool) error {
 	if exists {
 		return fmt.Errorf("new member reuses the name %s", a.Member)
 	}
-	if n, ok := memberIndex(c, a.Member); !ok || n < c.NextIndex {
+	if n, ok := etcdv1.MemberIndex(c.Name, a.Member); !ok || n < c.NextIndex {
 		return fmt.Errorf("new member %s has an index below the next unused %d", a.Member, c.NextIndex)
 	}
 	return nil
@@ -70,19 +72,4 @@ func checkRemove(c Cluster, a Action, m Member, found bool) error {
 		return fmt.Errorf("remove of the leader without moving leadership first: %s", a)
 	}
 	return nil
-}
-
-func memberIndex(c Cluster, name string) (int, bool) {
-	prefix := c.Name + "-"
-	if len(name) <= len(prefix) || name[:len(prefix)] != prefix {
-		return 0, false
-	}
-	n := 0
-	for _, r := range name[len(prefix):] {
-		if r < '0' || r > '9' {
-			return 0, false
-		}
-		n = n*10 + int(r-'0')
-	}
-	return n, true
 }
