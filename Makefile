@@ -58,9 +58,19 @@ render: manifests $(KUSTOMIZE) ## Render the full operator install (CRD, RBAC, D
 ##@ Tests
 
 .PHONY: test
-test: envtest-tools $(OPM) $(PROBE) ## Unit, real-etcd and real-apiserver tests, plus a short fuzz of the planner.
-	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags $(TAGS) ./operator/... -count=1 -timeout 20m
+# The end-to-end suite (make e2e) is not part of make test yet: its rolling-upgrade scenario does not pass
+# reliably (see README, "End-to-end suite").
+test: envtest-tools cluster-tools $(OPM) $(PROBE) ## Unit, real etcd, real kube-apiserver and local-cluster tests, plus a short fuzz of the planner.
+	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags $(TAGS) $$($(GO) list -tags $(TAGS) ./operator/... | grep -v /operator/internal/e2e$$) -count=1 -timeout 20m
 	$(GO) test ./operator/internal/plan -run '^$$' -fuzz FuzzNext -fuzztime $(FUZZTIME)
+
+.PHONY: e2e
+e2e: cluster-tools ## End-to-end suite: the operator as a Pod on the local cluster, faults under a checked client load (root).
+	$(GO) test -tags $(TAGS) ./operator/internal/e2e/ -count=1 -timeout 40m -v -run '$(or $(RUN),.)'
+
+.PHONY: bench
+bench: cluster-tools ## Benchmark table: the operator on the local cluster against the static-bootstrap floor (root; about 15 minutes).
+	$(GO) run -tags $(TAGS) ./operator/cmd/bench $(BENCHFLAGS)
 
 .PHONY: fuzz
 fuzz: ## Fuzz the planner's safety invariants for longer (FUZZLONG executions, about 15 minutes).
@@ -121,6 +131,14 @@ envtest-tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler,
 	@$(BUILD_TOOL) kubernetes k8s.io/kubernetes/cmd/kube-scheduler kube-scheduler -ldflags "$(KUBE_VERSION_FLAGS)"
 	@$(BUILD_TOOL) etcd go.etcd.io/etcd/server/v3 etcd
 
+.PHONY: cluster-tools
+cluster-tools: envtest-tools build ## Everything the local cluster runs: kube-proxy, CoreDNS, etcd 3.5, podinit, the operator, nftables.
+	@scripts/install-packages.sh
+	@$(BUILD_TOOL) kubernetes k8s.io/kubernetes/cmd/kube-proxy kube-proxy -ldflags "$(KUBE_VERSION_FLAGS)"
+	@$(BUILD_TOOL) coredns github.com/quorumkit/etcd-operator/operator/tools/coredns coredns
+	@$(BUILD_TOOL) etcd-v3.5 go.etcd.io/etcd/server/v3 etcd-v3.5.21
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/podinit ./operator/cmd/podinit
+
 .PHONY: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(OPM) $(PROBE)
 $(CONTROLLER_GEN):
 	@$(BUILD_TOOL) controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen controller-gen
@@ -132,8 +150,12 @@ $(GOLANGCI_LINT):
 ##@ Demo
 
 .PHONY: demo
-demo: envtest-tools ## Walk through the operator on a real kube-apiserver (see README).
-	$(GO) run ./operator/cmd/demo
+demo: cluster-tools ## Local cluster, operator installed as a Pod, a 3-member cluster, a key written and read (root; Ctrl-C stops it).
+	$(GO) run -tags $(TAGS) ./operator/cmd/demo
+
+.PHONY: dev-cluster
+dev-cluster: cluster-tools ## Only the local cluster with 3 nodes, until Ctrl-C; prints its kubeconfig (root).
+	$(GO) run -tags $(TAGS) ./operator/cmd/localcluster
 $(OPM): ## opm from the same operator-registry version the catalog cache is built with (first time: about 3 minutes).
 	@$(BUILD_TOOL) opm github.com/operator-framework/operator-registry/cmd/opm opm -tags $(TAGS),exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper
 $(PROBE):

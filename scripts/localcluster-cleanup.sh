@@ -6,7 +6,7 @@
 set -euo pipefail
 dry=false
 [[ ${1:-} == -n ]] && dry=true
-for ns in $(ip netns list | awk '{print $1}' | grep -E '^localcluster-[0-9]+-[0-9a-f]+$' || true); do
+for ns in $(ip netns list | awk '{print $1}' | grep -E '^localcluster-[0-9]+-[0-9a-f]+(-.+)?$' || true); do
   pid=${ns#localcluster-}; pid=${pid%%-*}
   if kill -0 "$pid" 2>/dev/null; then
     echo "keep $ns (pid $pid alive)"

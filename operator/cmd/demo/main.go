@@ -1,78 +1,77 @@
-// Command demo shows the operator at work on a real kube-apiserver started from bin/: it installs the
-// CRD, runs the operator, creates the sample cluster, prints what the operator made and reports, and
-// shows the API refusing bad specs. The API server has no nodes, so member Pods are created but never
-// run: the local Kubernetes that runs Pods as processes comes with the end-to-end suite.
+// Command demo brings up the local Kubernetes (control plane, kube-proxy, CoreDNS and our node agent,
+// which runs Pods as processes), installs the operator from config/ as a Pod, creates the sample 3-member
+// cluster, writes and reads a key through its client Service, shows the API refusing bad specs, and
+// prints how to use the cluster. `make demo` runs it as root; it keeps the cluster until Ctrl-C.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
+	"os/signal"
+	"syscall"
 	"time"
 
-	"github.com/go-logr/logr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-
-	"github.com/quorumkit/etcd-operator/operator/internal/controller"
-	"github.com/quorumkit/etcd-operator/operator/internal/desired"
-	"github.com/quorumkit/etcd-operator/operator/internal/etcdclient"
+	"github.com/quorumkit/etcd-operator/operator/internal/e2e/harness"
 )
 
 func main() {
-	if err := run(); err != nil {
+	keep := flag.Bool("keep", isTerminal(os.Stdin), "keep the cluster running until Ctrl-C (default: when run from a terminal)")
+	flag.Parse()
+	if err := run(*keep); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	root, err := os.Getwd()
+func run(keep bool) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("run as root: the local cluster creates network namespaces (sudo make demo)")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	step("Starting a local Kubernetes v1.35.4: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, CoreDNS and 3 nodes whose Pods run as processes")
+	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	env, err := harness.Start(startCtx, harness.Options{Nodes: 3})
+	cancel()
 	if err != nil {
+		return fmt.Errorf("%w\n(build everything first: make cluster-tools)", err)
+	}
+	defer func() {
+		step("Stopping the local cluster")
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "demo:", err)
+		}
+	}()
+	fmt.Printf("    cluster ready in %s; operator Deployment (config/default) available %s later\n",
+		env.Started.Cluster.Round(time.Millisecond), env.Started.Operator.Round(time.Millisecond))
+	if err := walkthrough(ctx, env); err != nil {
 		return err
 	}
-	logf.SetLogger(logr.Discard()) // the walkthrough prints what matters
-	step("Starting kube-apiserver v1.35.4 and etcd v3.6.7 from bin/ and installing the EtcdCluster CRD")
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: filepath.Join(root, "bin"),
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
+	usage(env)
+	if keep {
+		fmt.Println("\n    The cluster keeps running until you press Ctrl-C.")
+		<-ctx.Done()
 	}
-	cfg, err := env.Start()
-	if err != nil {
-		return fmt.Errorf("start the API server (run make envtest-tools first): %w", err)
-	}
-	defer func() { _ = env.Stop() }()
+	return nil
+}
 
-	scheme, err := controller.NewScheme()
-	if err != nil {
-		return err
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache: cache.Options{ByObject: controller.CacheByObject()}})
-	if err != nil {
-		return err
-	}
-	r := &controller.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcd-operator"),
-		Etcd: etcdclient.New, Objects: desired.DefaultConfig(), Resync: 5 * time.Second}
-	if err := r.SetupWithManager(mgr); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = mgr.Start(ctx) }()
-	step("The operator is running (in this process, with the same code as the Deployment)")
+func usage(env *harness.Env) {
+	step("Use it")
+	fmt.Printf(`    export KUBECONFIG=%s
+    bin/kubectl get etcdclusters,pods,svc -n demo -o wide
+    bin/kubectl get events -n demo
+    bin/kubectl patch etcdcluster example -n demo --type=merge -p '{"spec":{"size":5}}'
+    bin/kubectl logs is not available: the node agent serves no kubelet API; logs are in %s
+    make test     every test, the end-to-end suite on this local cluster included
+    make bench    the benchmark table
+`, env.Cluster.Kubeconfig(), env.Cluster.Dir())
+}
 
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return err
-	}
-	return walkthrough(ctx, c, root)
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func step(msg string) { fmt.Printf("\n==> %s\n", msg) }

@@ -18,16 +18,18 @@ import (
 	"sigs.k8s.io/yaml"
 
 	etcdv1 "github.com/quorumkit/etcd-operator/operator/api/v1alpha1"
+	"github.com/quorumkit/etcd-operator/operator/internal/e2e/harness"
 )
 
 const ns = "demo"
 
-func walkthrough(ctx context.Context, c client.Client, root string) error {
+func walkthrough(ctx context.Context, env *harness.Env) error {
+	c := env.Client
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
 		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}); err != nil {
 		return err
 	}
-	sample := filepath.Join(root, "config", "samples", "etcd_v1alpha1_etcdcluster.yaml")
+	sample := filepath.Join(env.Root, "config", "samples", "etcd_v1alpha1_etcdcluster.yaml")
 	data, err := os.ReadFile(sample)
 	if err != nil {
 		return err
@@ -42,13 +44,14 @@ func walkthrough(ctx context.Context, c client.Client, root string) error {
 	if err := c.Create(ctx, &cluster); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, func() bool { return len(listPods(ctx, c)) == 3 && cond(ctx, c, etcdv1.ConditionProgressing) != nil }); err != nil {
+	took, err := env.WaitSettled(ctx, ns, cluster.Name, 3*time.Minute)
+	if err != nil {
 		return err
 	}
-	step("What the operator created: all three initial members at once, with a static --initial-cluster")
+	step(fmt.Sprintf("Available after %s: every member healthy, a voter, at version %s", took.Round(time.Millisecond), cluster.Spec.Version))
 	for _, p := range listPods(ctx, c) {
-		fmt.Printf("    pod/%s  image=%s  initial-cluster-state=%s\n", p.Name, p.Spec.Containers[0].Image,
-			p.Annotations[etcdv1.AnnotationInitialState])
+		fmt.Printf("    pod/%s  node=%s  ip=%s  image=%s  initial-cluster-state=%s\n", p.Name, p.Spec.NodeName, p.Status.PodIP,
+			p.Spec.Containers[0].Image, p.Annotations[etcdv1.AnnotationInitialState])
 	}
 	var svcs corev1.ServiceList
 	_ = c.List(ctx, &svcs, client.InNamespace(ns))
@@ -56,21 +59,48 @@ func walkthrough(ctx context.Context, c client.Client, root string) error {
 		fmt.Printf("    service/%s  clusterIP=%s  publishNotReadyAddresses=%t\n", s.Name, s.Spec.ClusterIP, s.Spec.PublishNotReadyAddresses)
 	}
 	var pdb policyv1.PodDisruptionBudget
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "example"}, &pdb); err == nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.Name}, &pdb); err == nil {
 		fmt.Printf("    poddisruptionbudget/%s  maxUnavailable=%s\n", pdb.Name, pdb.Spec.MaxUnavailable.String())
 	}
-	step("Its status (this API server has no nodes, so the Pods never run and the cluster stays Bootstrapping)")
-	printConditions(ctx, c)
+	printConditions(ctx, c, cluster.Name)
 	printEvents(ctx, c)
-	refusals(ctx, c)
-	step("Next")
-	fmt.Println(`    make test      runs every test: real etcd clusters, a real kube-apiserver, the planner's fuzz target
-    README.md      the EtcdCluster fields, conditions, and how the operator decides each step`)
+	if err := writeAndRead(ctx, env, cluster.Name); err != nil {
+		return err
+	}
+	refusals(ctx, c, cluster.Name)
+	return nil
+}
+
+// writeAndRead puts a key through the client Service (kube-proxy picks a member) and reads it back.
+func writeAndRead(ctx context.Context, env *harness.Env, name string) error {
+	svc, err := env.ServiceEndpoint(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	step(fmt.Sprintf("etcdctl --endpoints=%s put greeting hello; get greeting (through the client Service)", svc))
+	cli, err := env.EtcdClient(svc)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cli.Close() }()
+	put, err := cli.Put(ctx, "greeting", "hello from the etcd-operator demo")
+	if err != nil {
+		return fmt.Errorf("put through the client Service: %w", err)
+	}
+	get, err := cli.Get(ctx, "greeting")
+	if err != nil {
+		return fmt.Errorf("get through the client Service: %w", err)
+	}
+	if len(get.Kvs) != 1 {
+		return fmt.Errorf("get through the client Service found %d keys, want 1", len(get.Kvs))
+	}
+	fmt.Printf("    put at revision %d; read back %q (mod revision %d) from member %x\n", put.Header.Revision,
+		get.Kvs[0].Value, get.Kvs[0].ModRevision, get.Header.MemberId)
 	return nil
 }
 
 // refusals sends bad specs and prints the API server's answers.
-func refusals(ctx context.Context, c client.Client) {
+func refusals(ctx context.Context, c client.Client, name string) {
 	step("Bad specs are refused by the API server, each with the field and the fix")
 	bad := map[string]func(*etcdv1.EtcdCluster){
 		"size: 0":                         func(e *etcdv1.EtcdCluster) { e.Spec.Size = 0 },
@@ -79,14 +109,14 @@ func refusals(ctx context.Context, c client.Client) {
 		"storage.kind: Persistent":        func(e *etcdv1.EtcdCluster) { e.Spec.Storage.Kind = etcdv1.StoragePersistent },
 		"etcd.heartbeatIntervalMillis: 5": func(e *etcdv1.EtcdCluster) { v := int32(5); e.Spec.Etcd.HeartbeatIntervalMillis = &v },
 	}
-	for _, name := range []string{"size: 0", "version: 3.4.0", "version: 3.5.21 (a downgrade)", "storage.kind: Persistent", "etcd.heartbeatIntervalMillis: 5"} {
+	for _, change := range []string{"size: 0", "version: 3.4.0", "version: 3.5.21 (a downgrade)", "storage.kind: Persistent", "etcd.heartbeatIntervalMillis: 5"} {
 		var e etcdv1.EtcdCluster
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "example"}, &e); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &e); err != nil {
 			fmt.Println("    ", err)
 			return
 		}
-		bad[name](&e)
-		fmt.Printf("    %s\n", name)
+		bad[change](&e)
+		fmt.Printf("    %s\n", change)
 		err := c.Update(ctx, &e)
 		var status apierrors.APIStatus
 		switch {
@@ -108,9 +138,9 @@ func listPods(ctx context.Context, c client.Client) []corev1.Pod {
 	return pods.Items
 }
 
-func cond(ctx context.Context, c client.Client, t string) *metav1.Condition {
+func cond(ctx context.Context, c client.Client, name, t string) *metav1.Condition {
 	var e etcdv1.EtcdCluster
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "example"}, &e); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &e); err != nil {
 		return nil
 	}
 	for i := range e.Status.Conditions {
@@ -121,9 +151,9 @@ func cond(ctx context.Context, c client.Client, t string) *metav1.Condition {
 	return nil
 }
 
-func printConditions(ctx context.Context, c client.Client) {
+func printConditions(ctx context.Context, c client.Client, name string) {
 	for _, t := range []string{etcdv1.ConditionAvailable, etcdv1.ConditionProgressing, etcdv1.ConditionDegraded} {
-		if k := cond(ctx, c, t); k != nil {
+		if k := cond(ctx, c, name, t); k != nil {
 			fmt.Printf("    %-11s %-5s %-16s %s\n", t, k.Status, k.Reason, k.Message)
 		}
 	}
@@ -135,21 +165,6 @@ func printEvents(ctx context.Context, c client.Client) {
 	for _, e := range evs.Items {
 		fmt.Printf("    event %-8s %-16s %s\n", e.Type, e.Reason, e.Note)
 	}
-}
-
-func waitFor(ctx context.Context, done func() bool) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for !done() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out waiting for the operator")
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return nil
 }
 
 func indent(s string) string {

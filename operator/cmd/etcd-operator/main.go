@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -26,6 +27,10 @@ func main() {
 
 func run() error {
 	opts, err := parseOptions(os.Args[1:], os.Getenv, os.Stderr)
+	if err != nil {
+		return err
+	}
+	crashKinds, err := parseCrashAfter(os.Getenv(crashEnv))
 	if err != nil {
 		return err
 	}
@@ -54,6 +59,10 @@ func run() error {
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        "etcd-operator.etcd.quorumkit.dev",
 		LeaderElectionNamespace: opts.leaderElectionNS,
+		// client-go's defaults are 15 s / 10 s / 2 s; the flag scales all three together.
+		LeaseDuration: &opts.leaseDuration,
+		RenewDeadline: ptr.To(opts.leaseDuration * 2 / 3),
+		RetryPeriod:   ptr.To(opts.leaseDuration * 2 / 15),
 		// Release the lease on a clean stop so a new replica takes over at once.
 		LeaderElectionReleaseOnCancel: true,
 	})
@@ -69,6 +78,7 @@ func run() error {
 		Objects:                 objects,
 		Resync:                  opts.resync,
 		MaxConcurrentReconciles: opts.concurrency,
+		AfterAction:             crashAfter(crashKinds),
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up controller: %w", err)

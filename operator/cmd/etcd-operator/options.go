@@ -17,6 +17,7 @@ type options struct {
 	probeAddr        string
 	leaderElect      bool
 	leaderElectionNS string
+	leaseDuration    time.Duration
 	clusterDomain    string
 	imageRepository  string
 	resync           time.Duration
@@ -41,6 +42,7 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (opt
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so that only one operator replica acts at a time")
 	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the operator's own)")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a new replica waits before taking over from one that died without releasing leadership")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "the Kubernetes cluster's DNS domain")
 	fs.StringVar(&o.imageRepository, "etcd-image-repository", "quay.io/coreos/etcd", "repository of etcd images; the tag is v<spec.version>")
 	fs.DurationVar(&o.resync, "resync-interval", 10*time.Second, "how often a settled cluster's health is checked again")
@@ -78,6 +80,9 @@ func (o options) validate() error {
 	}
 	if !imageRepo.MatchString(o.imageRepository) {
 		errs = append(errs, fmt.Errorf("--etcd-image-repository=%q must be a repository without tag or digest, for example quay.io/coreos/etcd", o.imageRepository))
+	}
+	if o.leaseDuration < 2*time.Second || o.leaseDuration > 5*time.Minute {
+		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration=%s must be between 2s and 5m; the default 15s suits most clusters", o.leaseDuration))
 	}
 	if o.resync < time.Second {
 		errs = append(errs, fmt.Errorf("--resync-interval=%s is below 1s; use for example 10s", o.resync))

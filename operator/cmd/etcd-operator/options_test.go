@@ -49,6 +49,7 @@ func TestParseOptionsRejectsBadInput(t *testing.T) {
 		{[]string{"--cluster-domain=Cluster_Local"}, "--cluster-domain=\"Cluster_Local\" is not a DNS domain; use your cluster's domain"},
 		{[]string{"--etcd-image-repository=quay.io/coreos/etcd:v3.6.7"}, "--etcd-image-repository=\"quay.io/coreos/etcd:v3.6.7\" must be a repository without tag"},
 		{[]string{"--resync-interval=10ms"}, "--resync-interval=10ms is below 1s"},
+		{[]string{"--leader-elect-lease-duration=1s"}, "--leader-elect-lease-duration=1s must be between 2s and 5m"},
 		{[]string{"--max-concurrent-reconciles=0"}, "--max-concurrent-reconciles=0 must be between 1 and 64"},
 		{[]string{"--metrics-bind-address=8080"}, "--metrics-bind-address=\"8080\" is not host:port"},
 		{[]string{"--health-probe-bind-address=localhost"}, "--health-probe-bind-address=\"localhost\" is not host:port"},
@@ -71,5 +72,22 @@ func TestParseOptionsReportsEveryError(t *testing.T) {
 	_, err := parseOptions([]string{"--cluster-domain=_", "--max-concurrent-reconciles=100"}, noEnv, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--cluster-domain") || !strings.Contains(err.Error(), "--max-concurrent-reconciles") {
 		t.Fatalf("want both errors at once, got %v", err)
+	}
+}
+
+func TestParseCrashAfter(t *testing.T) {
+	kinds, err := parseCrashAfter(" AddLearner, Promote ")
+	if err != nil || len(kinds) != 2 || kinds[0] != "AddLearner" || kinds[1] != "Promote" {
+		t.Fatalf("parseCrashAfter: %v %v", kinds, err)
+	}
+	if kinds, err := parseCrashAfter(""); err != nil || kinds != nil || crashAfter(kinds) != nil {
+		t.Fatalf("empty value must disable the hook: %v %v", kinds, err)
+	}
+	if kinds, err := parseCrashAfter("any"); err != nil || len(kinds) != len(crashableKinds) {
+		t.Fatalf("any: %v %v", kinds, err)
+	}
+	_, err = parseCrashAfter("AddLearner,Explode")
+	if err == nil || !strings.Contains(err.Error(), crashEnv) || !strings.Contains(err.Error(), `"Explode"`) {
+		t.Fatalf("a bad kind must be named with the variable: %v", err)
 	}
 }

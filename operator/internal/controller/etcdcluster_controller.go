@@ -39,18 +39,24 @@ type Reconciler struct {
 	Resync time.Duration
 	// MaxConcurrentReconciles bounds how many clusters are reconciled at once.
 	MaxConcurrentReconciles int
-	metrics                 *clusterMetrics
+	// AfterAction, if set, runs after each step that succeeded and before status is written. The
+	// end-to-end suite uses it to kill the operator between membership steps (see crash.go in
+	// cmd/etcd-operator); it is nil in normal operation.
+	AfterAction func(plan.Action)
+	metrics     *clusterMetrics
 }
 
-// Least privilege: Services and PDBs are only server-side applied (patch creates them); the EtcdCluster
-// itself is never written, only its status; Nodes are read to tell a lost node.
+// Least privilege: Services and PDBs are only server-side applied, which needs create besides patch when
+// the object does not exist yet (the end-to-end suite, running the operator with exactly this RBAC,
+// caught that patch alone is refused); the EtcdCluster itself is never written, only its status; Nodes
+// are read to tell a lost node.
 // +kubebuilder:rbac:groups=etcd.quorumkit.dev,resources=etcdclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=etcd.quorumkit.dev,resources=etcdclusters/status,verbs=get;patch
 // +kubebuilder:rbac:groups=core,resources=pods,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=core,resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=core,resources=services,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=core,resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=core,resources=nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile is one pass: observe, apply the desired Services and PDB, plan one step, take it, and
@@ -108,6 +114,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	requeue, err := r.act(ctx, &cluster, obs, etcd, action)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	// requeue > 0 means etcd asked to retry later: the step was not taken.
+	if r.AfterAction != nil && requeue == 0 && action.Kind != plan.None && action.Kind != plan.Wait {
+		r.AfterAction(action)
 	}
 	return ctrl.Result{RequeueAfter: r.requeueAfter(action, requeue)}, nil
 }
@@ -203,6 +213,7 @@ func (r *Reconciler) SetupMetricsForTest() { r.metrics = newClusterMetrics() }
 // SetupWithManager registers the controller and what it watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.metrics = newClusterMetrics()
+	r.Etcd = etcdclient.Metered(r.Etcd, r.metrics.etcdRequests)
 	if r.Resync == 0 {
 		r.Resync = 10 * time.Second
 	}

@@ -14,7 +14,7 @@ import (
 // endpoint. The leader-change count is kept in memory: a metric, never state the operator acts on.
 type clusterMetrics struct {
 	members, healthy, learner, dbSize *prometheus.GaugeVec
-	leaderChanges                     *prometheus.CounterVec
+	leaderChanges, etcdRequests       *prometheus.CounterVec
 
 	mu         sync.Mutex
 	lastLeader map[string]string // namespace/name -> leader ID
@@ -40,9 +40,11 @@ func newClusterMetrics() *clusterMetrics {
 				Help: "Backend database size reported by each member."}, append(labels, "member")),
 			leaderChanges: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "etcd_operator_cluster_leader_changes_seen_total",
 				Help: "Leader changes the operator observed between reconciles."}, labels),
+			etcdRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "etcd_operator_etcd_requests_total",
+				Help: "Calls the operator made to etcd clusters, by operation and outcome (ok, error)."}, []string{"operation", "outcome"}),
 			lastLeader: map[string]string{},
 		}
-		metrics.Registry.MustRegister(shared.members, shared.healthy, shared.learner, shared.dbSize, shared.leaderChanges)
+		metrics.Registry.MustRegister(shared.members, shared.healthy, shared.learner, shared.dbSize, shared.leaderChanges, shared.etcdRequests)
 	})
 	return shared
 }

@@ -10,18 +10,39 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// Addresses of the cluster. They are private-range addresses and exist only inside the cluster's own
-// network namespace, never in the machine's.
+// Addresses of the cluster, for callers that wire pods into its network. They are private-range
+// addresses and exist only inside the cluster's own network namespace, never in the machine's.
 const (
-	bridgeName    = "br0"
-	apiserverIP   = "10.244.0.1" // the bridge's address: the gateway for pods later, and the apiserver's
-	podCIDRPrefix = "/16"        // 10.244.0.0/16: pod addresses will come from here
-	serviceCIDR   = "10.96.0.0/16"
-	kubernetesSvc = "10.96.0.1" // the first address of serviceCIDR, taken by the "kubernetes" Service
+	// BridgeName is the bridge inside the namespace that pods' veths join.
+	BridgeName = "br0"
+	// GatewayIP is the bridge's address: the pods' default gateway, and where the apiserver and the
+	// cluster DNS server listen.
+	GatewayIP = "10.244.0.1"
+	// PodCIDR is the pod network; GatewayIP holds its first address.
+	PodCIDR = "10.244.0.0/16"
+	// ServiceCIDR is where ClusterIPs come from; kube-proxy routes them inside the namespace.
+	ServiceCIDR = "10.96.0.0/16"
+	// KubernetesServiceIP and KubernetesServicePort are the "kubernetes" Service: what pods get as
+	// KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT. The apiserver's certificate covers the IP.
+	KubernetesServiceIP   = "10.96.0.1"
+	KubernetesServicePort = 443
+	// DNSServiceIP is the ClusterIP of the kube-dns Service in kube-system: the nameserver of pods'
+	// resolv.conf. ClusterDomain is the DNS suffix of Services and pods (<svc>.<ns>.svc.cluster.local).
+	DNSServiceIP  = "10.96.0.10"
+	ClusterDomain = "cluster.local"
+)
+
+// Internal names of the same addresses, and the control plane's own endpoints.
+const (
+	bridgeName    = BridgeName
+	apiserverIP   = GatewayIP
+	podCIDRPrefix = "/16" // the bridge holds GatewayIP with PodCIDR's prefix length
+	serviceCIDR   = ServiceCIDR
+	kubernetesSvc = KubernetesServiceIP
 	apiserverPort = 6443
 	etcdClientURL = "http://127.0.0.1:2379" // loopback of the cluster's namespace, not the machine's
 	etcdPeerURL   = "http://127.0.0.1:2380"
-	saIssuer      = "https://kubernetes.default.svc.cluster.local"
+	saIssuer      = "https://kubernetes.default.svc." + ClusterDomain
 )
 
 // apiserverURL is the apiserver's address as seen from inside the namespace.
@@ -85,7 +106,7 @@ func apiserverArgs(dir string) []string {
 func controllerManagerArgs(dir string) []string {
 	pki := func(name string) string { return filepath.Join(dir, "pki", name) }
 	return []string{
-		"--kubeconfig=" + filepath.Join(dir, "kube-controller-manager.kubeconfig"),
+		"--kubeconfig=" + kubeconfigPath(dir, "kube-controller-manager"),
 		"--controllers=*", // garbage collector, token controllers, endpoint slices, node lifecycle, ...
 		"--leader-elect=false",
 		"--secure-port=0", // serve nothing: no port to confine
@@ -95,6 +116,11 @@ func controllerManagerArgs(dir string) []string {
 		"--cluster-signing-cert-file=" + pki(caCert),
 		"--cluster-signing-key-file=" + pki(caKey),
 		"--cluster-name=localcluster",
+		// Tests stop a node agent's heartbeats to simulate a lost machine; the defaults (5 s, 50 s) would
+		// make each such test wait most of a minute before the Node turns NotReady. 16 s still spans
+		// several missed 4-5 s lease renewals, so a busy machine does not flap Nodes.
+		"--node-monitor-period=2s",
+		"--node-monitor-grace-period=16s",
 		// Start-up creates a ServiceAccount and token per controller; the default 20 QPS throttles it.
 		"--kube-api-qps=100",
 		"--kube-api-burst=200",
@@ -104,28 +130,29 @@ func controllerManagerArgs(dir string) []string {
 
 func schedulerArgs(dir string) []string {
 	return []string{
-		"--kubeconfig=" + filepath.Join(dir, "kube-scheduler.kubeconfig"),
+		"--kubeconfig=" + kubeconfigPath(dir, "kube-scheduler"),
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--profiling=false",
 	}
 }
 
-// writeComponentKubeconfigs writes the kubeconfigs of the controller-manager and scheduler, which reach
-// the apiserver at its address inside the namespace with their client certificates.
+// writeComponentKubeconfigs writes a kubeconfig per client identity (see clientIdentities): each reaches the
+// apiserver at its address inside the namespace with its client certificate.
 func writeComponentKubeconfigs(dir string) error {
-	for _, user := range []string{"kube-controller-manager", "kube-scheduler"} {
+	for _, id := range clientIdentities {
 		auth := &clientcmdapi.AuthInfo{
-			ClientCertificate: filepath.Join(dir, "pki", user+".crt"),
-			ClientKey:         filepath.Join(dir, "pki", user+".key"),
+			ClientCertificate: filepath.Join(dir, "pki", id.file+".crt"),
+			ClientKey:         filepath.Join(dir, "pki", id.file+".key"),
 		}
-		path := filepath.Join(dir, user+".kubeconfig")
-		if err := writeKubeconfig(path, apiserverURL(), filepath.Join(dir, "pki", caCert), auth); err != nil {
+		if err := writeKubeconfig(kubeconfigPath(dir, id.file), apiserverURL(), filepath.Join(dir, "pki", caCert), auth); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+func kubeconfigPath(dir, component string) string { return filepath.Join(dir, component+".kubeconfig") }
 
 func writeKubeconfig(path, server, caFile string, auth *clientcmdapi.AuthInfo) error {
 	cfg := clientcmdapi.NewConfig()

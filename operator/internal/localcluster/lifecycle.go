@@ -27,12 +27,19 @@ func (c *Cluster) Stop() error {
 }
 
 func (c *Cluster) stop() error {
+	var agentErr error
+	if c.agent != nil { // Pods first: they are the apiserver's clients too
+		agentErr = c.agent.Stop()
+	}
 	if c.fwd != nil {
 		c.fwd.close()
 	}
-	// Clients of the apiserver first, then the apiserver, then its store, so each shuts down against a
-	// live dependency instead of logging connection errors until its grace period runs out.
-	for _, group := range [][]string{{"kube-scheduler", "kube-controller-manager"}, {"kube-apiserver"}, {"etcd"}} {
+	// Clients of the apiserver first (in parallel: they do not depend on each other), then the apiserver,
+	// then its store, so each shuts down against a live dependency instead of logging connection errors
+	// until its grace period runs out. kube-proxy's nftables rules need no cleanup: they live in the
+	// namespace and vanish with it.
+	clients := []string{"coredns", "kube-proxy", "kube-scheduler", "kube-controller-manager"}
+	for _, group := range [][]string{clients, {"kube-apiserver"}, {"etcd"}} {
 		var wg sync.WaitGroup
 		for _, p := range c.procs {
 			for _, name := range group {
@@ -44,8 +51,19 @@ func (c *Cluster) stop() error {
 		wg.Wait()
 	}
 	var errs []error
+	if agentErr != nil {
+		errs = append(errs, fmt.Errorf("node agent: %w", agentErr))
+	}
 	if c.ns != nil {
-		// Whatever callers started with Command and left running.
+		// Pods' namespaces first (their veths leave the bridge with them), then the cluster's own; in each,
+		// whatever callers started and left running.
+		for _, name := range childNetNSNames(c.ns.name) {
+			child := &netNS{name: name, ip: c.ns.ip}
+			killNamespace(child)
+			if err := child.delete(); err != nil {
+				errs = append(errs, fmt.Errorf("delete network namespace: %w", err))
+			}
+		}
 		killNamespace(c.ns)
 		if err := c.ns.delete(); err != nil {
 			errs = append(errs, fmt.Errorf("delete network namespace: %w", err))
@@ -62,6 +80,22 @@ func (c *Cluster) stop() error {
 		return fmt.Errorf("localcluster: stop: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// childNetNSNames lists the namespaces that belong to the cluster by name: NetNS() followed by "-" (see
+// Cluster.NetNS). Pods' namespaces are named so, and Stop and the watchdog remove them too.
+func childNetNSNames(parent string) []string {
+	entries, err := os.ReadDir("/run/netns")
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), parent+"-") {
+			names = append(names, e.Name())
+		}
+	}
+	return names
 }
 
 // killNamespace sends SIGKILL to every process left in the namespace and waits (briefly) until none is
@@ -84,17 +118,21 @@ func killNamespace(ns *netNS) {
 }
 
 // startWatchdog starts a shell that outlives this process if it dies without Stop (a panic, a test
-// -timeout, kill -9): it then kills whatever still runs in the namespace, deletes the namespace and
-// removes the working directory. Pdeathsig already kills the components; the watchdog covers what
-// Pdeathsig cannot: the namespace's bind mount and the files. It has its own process group so a Ctrl-C
-// sent to the test's group does not end it first. Stop kills it.
+// -timeout, kill -9): it then kills whatever still runs in the namespace and in the pods' namespaces (see
+// childNetNSNames), deletes them all and removes the working directory. Pdeathsig already kills the
+// components; the watchdog covers what Pdeathsig cannot: the namespaces' bind mounts and the files. It
+// has its own process group so a Ctrl-C sent to the test's group does not end it first. Stop kills it.
 func startWatchdog(ns *netNS, dir string) (*exec.Cmd, error) {
 	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+	// The namespace's name is [a-z0-9-] only (see prepare), so it can stand in a glob unquoted.
 	script := fmt.Sprintf(`while kill -0 %d 2>/dev/null; do sleep 1; done
-for p in $(%s netns pids %s); do kill -9 "$p"; done
+for f in /run/netns/%[3]s-* /run/netns/%[3]s; do
+  [ -e "$f" ] || continue
+  for p in $(%[2]s netns pids "${f##*/}"); do kill -9 "$p"; done
+done
 sleep 1
-%s netns delete %s
-rm -rf %s`, os.Getpid(), q(ns.ip), q(ns.name), q(ns.ip), q(ns.name), q(dir))
+for f in /run/netns/%[3]s-* /run/netns/%[3]s; do [ -e "$f" ] && %[2]s netns delete "${f##*/}"; done
+rm -rf %[4]s`, os.Getpid(), q(ns.ip), ns.name, q(dir))
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"context"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 )
 
 // TestCluster starts a cluster, checks that each control-plane component does its job, stops it and
@@ -25,8 +27,9 @@ func TestCluster(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("localcluster tests must run as root: they create network namespaces")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	hostBefore := hostNetSettings()
 
 	// Resolve the binaries once, up front: kubectl is used from the same directory.
 	binDir, err := resolveBinDir("")
@@ -42,9 +45,14 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("start to ready (readyz ok, default ServiceAccount present): %v (apiserver ready after %v, Start's own count %v)",
-		time.Since(begin).Round(time.Millisecond), c.Timings().APIServerReady.Round(time.Millisecond),
-		c.Timings().Ready.Round(time.Millisecond))
+	tm := c.Timings()
+	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	t.Logf("Start returned after %v: apiserver ready %v; kube-proxy and CoreDNS started %v, kube-proxy's rules "+
+		"%v, CoreDNS answering %v, DNS through its ClusterIP %v; default ServiceAccount %v",
+		ms(time.Since(begin)), ms(tm.APIServerReady), ms(tm.AddonsStarted), ms(tm.KubeProxyReady),
+		ms(tm.CoreDNSReady), ms(tm.ClusterDNSReady), ms(tm.ControllersReady))
+	t.Logf("from their own start: kube-proxy ready in %v, CoreDNS in %v", ms(tm.KubeProxyReady-tm.AddonsStarted),
+		ms(tm.CoreDNSReady-tm.AddonsStarted))
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -54,7 +62,14 @@ func TestCluster(t *testing.T) {
 	dir, ns := c.Dir(), c.NetNS()
 	cs := c.Client()
 
+	checkNodeMonitor := startNodeMonitorProbe(ctx, t, cs)
+
 	t.Run("confined to the namespace", func(t *testing.T) { testConfinement(t, c) })
+	t.Run("kube-proxy's Node removed", func(t *testing.T) { testProxyNodeGone(ctx, t, cs) })
+	t.Run("netfilter rules and forwarding only in the namespace", func(t *testing.T) { testNetfilterConfinement(t, c) })
+	t.Run("kubernetes Service ClusterIP reaches the apiserver", func(t *testing.T) { testKubernetesServiceIP(ctx, t, c) })
+	t.Run("cluster DNS", func(t *testing.T) { testClusterDNS(ctx, t, c) })
+	t.Run("pod to Service to pod", func(t *testing.T) { testPodToServiceToPod(ctx, t, c) })
 	t.Run("readyz", func(t *testing.T) {
 		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		if err != nil || string(body) != "ok" {
@@ -71,6 +86,7 @@ func TestCluster(t *testing.T) {
 	t.Run("scheduler binds a pod", func(t *testing.T) { testScheduling(ctx, t, cs) })
 	t.Run("service gets a ClusterIP", func(t *testing.T) { testService(ctx, t, cs) })
 	t.Run("garbage collector deletes dependents", func(t *testing.T) { testGC(ctx, t, cs) })
+	t.Run("node without heartbeats turns Unknown quickly", checkNodeMonitor)
 
 	stopped = true
 	if err := c.Stop(); err != nil {
@@ -80,6 +96,12 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("second Stop: %v", err)
 	}
 	assertNothingLeft(t, dir, ns)
+	if after := hostNetSettings(); !maps.Equal(after, hostBefore) {
+		t.Errorf("machine-wide network settings changed: before %v, after %v", hostBefore, after)
+	}
+	if tables := hostNftTables(t); strings.Contains(tables, "kube-proxy") {
+		t.Errorf("the machine's nftables hold a kube-proxy table after Stop:\n%s", tables)
+	}
 }
 
 func testScheduling(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
@@ -92,13 +114,21 @@ func testScheduling(ctx context.Context, t *testing.T, cs kubernetes.Interface) 
 			Capacity:    resources("4", "8Gi", "110"),
 		},
 	}
-	// Status is ignored on create, so set it with a status update as a kubelet would.
-	created, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if err != nil {
+	// Status is ignored on create, so set it with a status update as a kubelet would. The node lifecycle
+	// controller may taint the new Node in between: retry on that conflict.
+	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	created.Status = node.Status
-	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest, err := cs.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		latest.Status = node.Status
+		_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, latest, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	pod := &corev1.Pod{

@@ -30,6 +30,13 @@ type netNS struct {
 // createNetNS adds the namespace and brings up its loopback and a bridge holding gateway (CIDR notation).
 // The bridge has no ports yet; its address is a local address of the namespace all the same, which is all
 // the control plane needs. Pods will later join it through veth pairs.
+//
+// Two more settings make the namespace a router for Services, as a node's host network is:
+//   - a route for serviceCIDR through the bridge. Traffic that pods send to a ClusterIP arrives on the
+//     bridge and is translated by kube-proxy's rules before routing, but a connection opened inside this
+//     namespace (by this process, or CoreDNS) needs a route to exist before the rules see its packets.
+//   - net.ipv4.ip_forward=1, so translated traffic from one pod reaches another. The setting belongs to
+//     the namespace; the machine's own value is never read or changed.
 func createNetNS(name, gateway string) (*netNS, error) {
 	ipPath, err := exec.LookPath("ip")
 	if err != nil {
@@ -44,10 +51,14 @@ func createNetNS(name, gateway string) (*netNS, error) {
 		{"link", "add", bridgeName, "type", "bridge"},
 		{"addr", "add", gateway, "dev", bridgeName},
 		{"link", "set", bridgeName, "up"},
+		{"route", "add", serviceCIDR, "dev", bridgeName, "src", apiserverIP},
 	} {
 		if err := n.run(append([]string{"-n", name}, args...)...); err != nil {
 			return nil, errors.Join(err, n.delete())
 		}
+	}
+	if err := n.run("netns", "exec", name, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"); err != nil {
+		return nil, errors.Join(err, n.delete())
 	}
 	if n.fd, err = os.Open(filepath.Join("/run/netns", name)); err != nil { // no dial can run yet
 		return nil, errors.Join(fmt.Errorf("open network namespace %s: %w", name, err), n.delete())

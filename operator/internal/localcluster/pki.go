@@ -31,6 +31,17 @@ const (
 	tokenFile       = "tokens.csv"
 )
 
+// clientIdentities are the components that authenticate with a client certificate: the file names of their
+// certificate, key and kubeconfig, and the user name the certificate carries. The first three match
+// bootstrap RBAC bindings (system:kube-controller-manager, system:kube-scheduler, and system:node-proxier
+// for system:kube-proxy), so they get exactly their usual rights; CoreDNS's rights come from coreDNSRBAC.
+var clientIdentities = []struct{ file, user string }{
+	{"kube-controller-manager", "system:kube-controller-manager"},
+	{"kube-scheduler", "system:kube-scheduler"},
+	{"kube-proxy", "system:kube-proxy"},
+	{"coredns", coreDNSUser},
+}
+
 // certAuthority is a CA whose key stays in memory to sign leaf certificates.
 type certAuthority struct {
 	cert *x509.Certificate
@@ -48,21 +59,19 @@ func writePKI(dir string, apiserverIPs []net.IP, adminToken string) ([]byte, err
 	}
 	serving := &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
-		DNSNames:    []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost"},
+		DNSNames:    []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc." + ClusterDomain, "localhost"},
 		IPAddresses: apiserverIPs,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	if err := ca.issue(dir, apiserverCert, apiserverKey, serving); err != nil {
 		return nil, err
 	}
-	// The components authenticate with client certificates whose names match the bootstrap RBAC roles
-	// (system:kube-controller-manager, system:kube-scheduler), so they get exactly their usual rights.
-	for _, user := range []string{"kube-controller-manager", "kube-scheduler"} {
+	for _, id := range clientIdentities {
 		tmpl := &x509.Certificate{
-			Subject:     pkix.Name{CommonName: "system:" + user},
+			Subject:     pkix.Name{CommonName: id.user},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 		}
-		if err := ca.issue(dir, user+".crt", user+".key", tmpl); err != nil {
+		if err := ca.issue(dir, id.file+".crt", id.file+".key", tmpl); err != nil {
 			return nil, err
 		}
 	}

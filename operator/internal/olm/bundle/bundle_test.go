@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	etcdv1 "github.com/quorumkit/etcd-operator/operator/api/v1alpha1"
+	"github.com/quorumkit/etcd-operator/operator/internal/kustomize"
 	"github.com/quorumkit/etcd-operator/operator/internal/olm/release"
 )
 
@@ -131,7 +132,7 @@ func TestClassifyRefusesWhatABundleCannotCarry(t *testing.T) {
 }
 
 func TestOwnedCRDEntryRequired(t *testing.T) {
-	objs, err := render(filepath.Join(root, "config", "manifests"))
+	objs, err := kustomize.Render(filepath.Join(root, "config", "manifests"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestOwnedCRDEntryRequired(t *testing.T) {
 }
 
 func TestDefaultVersionMatchesCRD(t *testing.T) {
-	objs, err := render(filepath.Join(root, "config", "crd"))
+	objs, err := kustomize.Render(filepath.Join(root, "config", "crd"))
 	if err != nil {
 		t.Fatal(err)
 	}

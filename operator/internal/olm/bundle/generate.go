@@ -1,3 +1,6 @@
+// Package bundle generates the OLM bundle (bundle/): a ClusterServiceVersion assembled from the hand-kept
+// base in config/manifests and the rendered operator install, the CRDs, extra RBAC, annotations and the
+// scorecard configuration.
 package bundle
 
 import (
@@ -12,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/quorumkit/etcd-operator/operator/internal/kustomize"
 	"github.com/quorumkit/etcd-operator/operator/internal/olm/filetree"
 	"github.com/quorumkit/etcd-operator/operator/internal/olm/release"
 )
@@ -43,7 +47,7 @@ const (
 
 // Generate renders config/manifests and assembles the bundle for the record's latest release.
 func Generate(opts Options) (*Bundle, error) {
-	objs, err := render(filepath.Join(opts.Root, "config", "manifests"))
+	objs, err := kustomize.Render(filepath.Join(opts.Root, "config", "manifests"))
 	if err != nil {
 		return nil, err
 	}

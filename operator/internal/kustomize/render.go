@@ -1,7 +1,7 @@
-// Package bundle generates the OLM bundle (bundle/): a ClusterServiceVersion assembled from the hand-kept
-// base in config/manifests and the rendered operator install, the CRDs, extra RBAC, annotations and the
-// scorecard configuration.
-package bundle
+// Package kustomize renders the repository's kustomize bases in-process, with the library of the same
+// version as the pinned kustomize binary, for the bundle generator and for installing the operator on the
+// local cluster.
+package kustomize
 
 import (
 	"fmt"
@@ -12,9 +12,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// render builds a kustomization directory the way `kustomize build` does, with the library of the same
-// version as the pinned kustomize binary.
-func render(dir string) ([]*unstructured.Unstructured, error) {
+// Render builds a kustomization directory the way `kustomize build` does.
+func Render(dir string) ([]*unstructured.Unstructured, error) {
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	resources, err := k.Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
