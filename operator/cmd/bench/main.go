@@ -14,6 +14,7 @@ import (
 
 	"github.com/quorumkit/etcd-operator/operator/internal/e2e/floor"
 	"github.com/quorumkit/etcd-operator/operator/internal/e2e/harness"
+	"github.com/quorumkit/etcd-operator/operator/internal/repo"
 )
 
 func main() {
@@ -34,7 +35,7 @@ func run(runs, idle int, idleWindow time.Duration, verbose bool) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
 	defer cancel()
-	root, err := harness.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return err
 	}

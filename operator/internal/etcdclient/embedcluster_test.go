@@ -3,8 +3,6 @@ package etcdclient_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/url"
 	"os"
 	"slices"
@@ -17,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/quorumkit/etcd-operator/operator/internal/etcdclient"
+	"github.com/quorumkit/etcd-operator/operator/internal/localport"
 )
 
 // This file starts real etcd members in-process (go.etcd.io/etcd/server/v3/embed) on loopback so the
@@ -238,34 +237,16 @@ func clientURLs(ms []*testMember) []string {
 	return urls
 }
 
-var (
-	addrMu   sync.Mutex
-	nextPort = 20000 + rand.IntN(8000)
-)
-
-// freeAddr returns a loopback address with a port nobody listens on. It picks ports below the kernel's
-// ephemeral range (32768 and up on Linux), counting up from a random start: a port from that range
-// could be handed to an outgoing connection between our check and etcd binding it, which happens
-// because a joining member's ports are chosen before AddLearner and bound only after it.
+// freeAddr returns a loopback address nobody listens on (see package localport). A joining member's
+// ports are chosen before AddLearner and bound only after it, which is why they come from below the
+// kernel's ephemeral range.
 func freeAddr(tb testing.TB) string {
 	tb.Helper()
-	addrMu.Lock()
-	defer addrMu.Unlock()
-	for range 1000 {
-		nextPort++
-		if nextPort >= 32768 {
-			nextPort = 20000
-		}
-		addr := fmt.Sprintf("127.0.0.1:%d", nextPort)
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			continue // taken by someone else
-		}
-		_ = l.Close()
-		return addr
+	addr, err := localport.Free()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	tb.Fatal("no free port found")
-	return ""
+	return addr
 }
 
 func mustURL(s string) url.URL {

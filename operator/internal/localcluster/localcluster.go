@@ -39,6 +39,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/quorumkit/etcd-operator/operator/internal/localcluster/node"
+	"github.com/quorumkit/etcd-operator/operator/internal/repo"
 )
 
 // Options configure Start. The zero value works from inside the repository.
@@ -306,9 +307,9 @@ func randomHex(n int) string {
 // resolveBinDir checks that every binary is present, so a missing one fails at once with a hint.
 func resolveBinDir(dir string) (string, error) {
 	if dir == "" {
-		root, err := repoRoot()
+		root, err := repo.Root()
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("localcluster: %w; set Options.BinDir", err)
 		}
 		dir = filepath.Join(root, "bin")
 	}
@@ -319,24 +320,4 @@ func resolveBinDir(dir string) (string, error) {
 		}
 	}
 	return dir, nil
-}
-
-// repoRoot walks up from the working directory (a test's package directory) to this module's go.mod.
-func repoRoot() (string, error) {
-	const module = "module github.com/quorumkit/etcd-operator\n"
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("localcluster: %w", err)
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(data), module) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("localcluster: no go.mod of github.com/quorumkit/etcd-operator above the " +
-				"working directory; set Options.BinDir")
-		}
-		dir = parent
-	}
 }

@@ -11,7 +11,6 @@
 package testenv
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,9 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	etcdv1alpha1 "github.com/quorumkit/etcd-operator/operator/api/v1alpha1"
+	"github.com/quorumkit/etcd-operator/operator/internal/repo"
 )
-
-const modulePath = "github.com/quorumkit/etcd-operator"
 
 // Env is a running API server with the CRDs installed.
 type Env struct {
@@ -93,9 +91,9 @@ func (e *Env) Stop() error {
 }
 
 func start() (*Env, error) {
-	root, err := repoRoot()
+	root, err := repo.Root()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("testenv: %w", err)
 	}
 	binDir := os.Getenv("KUBEBUILDER_ASSETS")
 	from := "$KUBEBUILDER_ASSETS"
@@ -143,25 +141,6 @@ func start() (*Env, error) {
 		return nil, fmt.Errorf("testenv: creating client: %w", err)
 	}
 	return e, nil
-}
-
-// repoRoot walks up from the working directory (a test's package directory) to this module's go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			strings.Contains(string(data), "module "+modulePath+"\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("testenv: no go.mod of module " + modulePath + " above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // startWatchdog guards against leftover processes when the test binary dies without stopping the

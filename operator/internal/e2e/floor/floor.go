@@ -7,15 +7,14 @@ package floor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/quorumkit/etcd-operator/operator/internal/localport"
 )
 
 // Cluster is a static etcd cluster on loopback, started by Bootstrap.
@@ -147,33 +146,13 @@ func (c *Cluster) FailureRecovery(ctx context.Context, i int) (time.Duration, er
 	return time.Since(start), nil
 }
 
-var (
-	portMu   sync.Mutex
-	nextPort = 20000 + rand.IntN(12000)
-)
-
-// freePorts picks two loopback addresses nobody listens on, below the kernel's ephemeral range (32768
-// and up) so that no outgoing connection takes them before etcd binds them. Ports are handed out in
-// sequence, so members started together never get the same one.
+// freePorts picks two loopback addresses nobody listens on (see package localport).
 func freePorts() (client, peer string, err error) {
-	portMu.Lock()
-	defer portMu.Unlock()
-	var addrs []string
-	for tries := 0; len(addrs) < 2 && tries < 1000; tries++ {
-		nextPort++
-		if nextPort >= 32768 {
-			nextPort = 20000
-		}
-		addr := fmt.Sprintf("127.0.0.1:%d", nextPort)
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			continue
-		}
-		_ = l.Close()
-		addrs = append(addrs, addr)
+	if client, err = localport.Free(); err == nil {
+		peer, err = localport.Free()
 	}
-	if len(addrs) < 2 {
-		return "", "", errors.New("floor: no free loopback ports")
+	if err != nil {
+		return "", "", fmt.Errorf("floor: %w", err)
 	}
-	return addrs[0], addrs[1], nil
+	return client, peer, nil
 }

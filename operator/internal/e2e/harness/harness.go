@@ -23,6 +23,7 @@ import (
 	"github.com/quorumkit/etcd-operator/operator/internal/controller"
 	"github.com/quorumkit/etcd-operator/operator/internal/e2e/deploy"
 	"github.com/quorumkit/etcd-operator/operator/internal/localcluster"
+	"github.com/quorumkit/etcd-operator/operator/internal/repo"
 )
 
 // Options configure Start.
@@ -53,9 +54,9 @@ type StartTimings struct {
 // Start builds nothing: bin/etcd-operator and the tools must exist (make e2e-tools). It starts the local
 // cluster, installs the operator and waits until its Pod is ready.
 func Start(ctx context.Context, opts Options) (*Env, error) {
-	root, err := RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("harness: %w", err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "bin", "etcd-operator")); err != nil {
 		return nil, fmt.Errorf("harness: bin/etcd-operator is missing: run `make build` first (the local image table maps the operator image to it)")
@@ -107,28 +108,4 @@ func (e *Env) EnsureNamespace(ctx context.Context, name string) error {
 		return fmt.Errorf("create namespace %s: %w", name, err)
 	}
 	return nil
-}
-
-// RepoRoot walks up from the working directory to this module's go.mod.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			len(data) > 0 && containsModule(string(data)) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("harness: not inside the github.com/quorumkit/etcd-operator repository")
-		}
-		dir = parent
-	}
-}
-
-func containsModule(gomod string) bool {
-	const module = "module github.com/quorumkit/etcd-operator\n"
-	return len(gomod) >= len(module) && gomod[:len(module)] == module
 }

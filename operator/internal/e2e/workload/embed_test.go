@@ -3,7 +3,6 @@ package workload_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -15,6 +14,8 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/quorumkit/etcd-operator/operator/internal/localport"
 )
 
 // Real etcd members in this process, on loopback, for the workload and its checks to run against.
@@ -147,30 +148,16 @@ func (d *countingDialer) dial(ctx context.Context, network, addr string) (net.Co
 	return nd.DialContext(ctx, network, addr)
 }
 
-var (
-	portMu   sync.Mutex
-	nextPort = 20000 + rand.IntN(8000)
-)
-
-// freeAddr returns a loopback address nobody listens on, below the kernel's ephemeral port range so an
-// outgoing connection cannot take it before etcd binds it.
+// freeAddr returns a loopback address nobody listens on (see package localport). A joining member's
+// ports are chosen before AddLearner and bound only after it, which is why they come from below the
+// kernel's ephemeral range.
 func freeAddr(tb testing.TB) string {
 	tb.Helper()
-	portMu.Lock()
-	defer portMu.Unlock()
-	for range 1000 {
-		nextPort++
-		if nextPort >= 32768 {
-			nextPort = 20000
-		}
-		addr := fmt.Sprintf("127.0.0.1:%d", nextPort)
-		if l, err := net.Listen("tcp", addr); err == nil {
-			_ = l.Close()
-			return addr
-		}
+	addr, err := localport.Free()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	tb.Fatal("no free loopback port")
-	return ""
+	return addr
 }
 
 func mustURL(s string) url.URL {

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/quorumkit/etcd-operator/operator/internal/repo"
 )
 
 // TestEtcdInPod runs the repository's real etcd as a container, the way the operator's Pods will run:
@@ -61,19 +63,10 @@ func TestEtcdInPod(t *testing.T) {
 }
 
 func repoRootForTest(t *testing.T) string {
-	dir, err := os.Getwd()
+	t.Helper()
+	dir, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			strings.Contains(string(data), "module github.com/quorumkit/etcd-operator\n") {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no repository root above the working directory")
-		}
-		dir = parent
-	}
+	return dir
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/operator-framework/operator-registry/alpha/action"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
+
+	"github.com/quorumkit/etcd-operator/operator/internal/repo"
 )
 
 // The fixture bundle in testdata/bundle: package etcd-operator, one CSV and one CRD.
@@ -32,21 +34,11 @@ const (
 // repoRoot is the directory of the root go.mod, found upwards from the package directory.
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs(".")
+	dir, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.HasPrefix(string(data), "module github.com/quorumkit/etcd-operator\n") {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod of github.com/quorumkit/etcd-operator above the package directory")
-		}
-		dir = parent
-	}
+	return dir
 }
 
 func fixtureBundle(t *testing.T) string {
