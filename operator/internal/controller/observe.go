@@ -279,7 +279,11 @@ func (r *Reconciler) planView(cluster *etcdv1.EtcdCluster, o *observation, lost 
 			m := get(memberName(em))
 			m.InEtcd, m.ID, m.Learner, m.Started = true, em.ID, em.IsLearner, em.Name != ""
 			check, checked := o.checks[em.ID]
-			m.Healthy = checked && check.healthy() && runsPodVersion(check, o.pods[m.Name])
+			// A voter also needs its Pod Ready: only then is it behind the client Service, so a step
+			// that waits for healthy members never leaves clients with fewer members than etcd has.
+			// Learners are never Ready (their readiness probe is a linearizable read they refuse).
+			m.Healthy = checked && check.healthy() && runsPodVersion(check, o.pods[m.Name]) &&
+				(em.IsLearner || podReady(o.pods[m.Name]))
 			m.Leader = m.Healthy && em.ID == leader
 		}
 	} else {
@@ -313,6 +317,20 @@ func (r *Reconciler) planView(cluster *etcdv1.EtcdCluster, o *observation, lost 
 
 // runsPodVersion is false while a member's process still runs another version than its Pod's image:
 // right after an in-place upgrade, before the container restarted. Such a member is not yet done.
+// podReady reports the Pod's Ready condition. A member without a Pod (added by hand, or its Pod
+// deleted) counts as ready: its health is etcd's alone, and a missing Pod is handled as such.
+func podReady(p *corev1.Pod) bool {
+	if p == nil {
+		return true
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 func runsPodVersion(check memberCheck, pod *corev1.Pod) bool {
 	want := podVersion(pod)
 	return want == "" || check.status.Version == "" || check.status.Version == want

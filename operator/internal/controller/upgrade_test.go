@@ -87,6 +87,35 @@ func TestUpgradeWaitsForEveryMemberHealthy(t *testing.T) {
 	}
 }
 
+// A member etcd calls healthy whose Pod is not Ready (its readiness probe has not passed yet, so the
+// client Service does not route to it) must not let the upgrade move on to the next member.
+func TestUpgradeWaitsForMemberPodsReady(t *testing.T) {
+	h := newHarness(t, spec3())
+	h.settle()
+	victim := h.pods()[nonLeader(h)]
+	victim.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+	must(t, h.c.Status().Update(h.ctx, victim))
+	h.update(func(c *etcdv1.EtcdCluster) { c.Spec.Version = "3.6.8" })
+	before := images(h)
+	for range 3 {
+		h.reconcile()
+	}
+	if after := images(h); !maps.Equal(before, after) {
+		t.Fatalf("upgraded while %s's Pod was not Ready: %v -> %v", victim.Name, before, after)
+	}
+	wantCondition(t, h.cluster(), etcdv1.ConditionProgressing, metav1.ConditionTrue, etcdv1.ReasonWaiting)
+	if got := h.cluster().Status.ReadyMembers; got != 2 {
+		t.Errorf("readyMembers = %d with one Pod not Ready, want 2", got)
+	}
+	h.setPhase(victim, corev1.PodRunning) // Ready again
+	h.settle()
+	for n, img := range images(h) {
+		if !strings.HasSuffix(img, ":v3.6.8") {
+			t.Errorf("%s runs %s after its Pod became Ready", n, img)
+		}
+	}
+}
+
 func TestFailedPodIsDeletedAndReplaced(t *testing.T) {
 	h := newHarness(t, spec3())
 	h.settle()

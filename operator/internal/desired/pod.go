@@ -98,10 +98,13 @@ func etcdContainer(cluster *etcdv1.EtcdCluster, cfg Config, m Member) corev1.Con
 		VolumeMounts: []corev1.VolumeMount{{Name: dataVolume, MountPath: dataMount}},
 		// Serializable health answers without a leader: a member cut off from the others is not killed,
 		// and a learner (which refuses linearizable reads) starts up. NOSPACE is reported in status, not
-		// punished with restarts.
-		StartupProbe:   healthProbe("/health?serializable=true&exclude=NOSPACE", 5, 60),
+		// punished with restarts. The startup and readiness probes run often because a member joins the
+		// client Service only once its Pod is Ready, and the operator waits for that before it touches
+		// the next member: their periods add to every bootstrap, replacement and upgrade step. The
+		// startup budget stays 5 minutes (a large snapshot to receive); /health is a cheap local call.
+		StartupProbe:   healthProbe("/health?serializable=true&exclude=NOSPACE", 1, 300),
 		LivenessProbe:  healthProbe("/health?serializable=true&exclude=NOSPACE", 10, 3),
-		ReadinessProbe: healthProbe("/health?exclude=NOSPACE", 5, 3),
+		ReadinessProbe: healthProbe("/health?exclude=NOSPACE", 2, 3),
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
 			ReadOnlyRootFilesystem:   ptr.To(true),

@@ -46,6 +46,9 @@ func (l *load) finish() {
 	h := l.runner.Stop()
 	counts := h.Counts()
 	t.Logf("client load: %s", counts)
+	for _, e := range h.Errors(5) {
+		t.Logf("client error %s", e)
+	}
 	if counts.Puts.OK == 0 || counts.Gets.OK == 0 {
 		t.Errorf("the load made no successful writes or reads (%s): the cluster never served it", counts)
 	}

@@ -33,9 +33,17 @@ func create(t *testing.T, ns string, size int32, version string, mutate func(*et
 		t.Fatal(err)
 	}
 	// Scenarios share two cores: a finished scenario's members must not slow the next one's.
+	// Cleanups run last-in first-out: the logs are dumped before the cluster is deleted.
 	t.Cleanup(func() {
 		if err := env.Client.Delete(context.Background(), c); err != nil {
 			t.Errorf("delete %s/%s: %v", ns, name, err)
+		}
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			var logs strings.Builder
+			env.DumpLogs(context.Background(), &logs, ns, 60)
+			t.Log("logs of the operator and of " + ns + ":\n" + logs.String())
 		}
 	})
 	took := waitSettled(t, ctx, ns, name)

@@ -99,7 +99,9 @@ func (e *Env) WaitSettled(ctx context.Context, ns, name string, timeout time.Dur
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		var c etcdv1.EtcdCluster
 		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &c); err != nil {
-			last = err.Error()
+			if ctx.Err() == nil { // the Get cut short by the deadline would hide the last real reason
+				last = err.Error()
+			}
 			return false, nil
 		}
 		ok, why := Settled(&c)

@@ -126,3 +126,20 @@ func TestCheckersOnHandBuiltHistories(t *testing.T) {
 		})
 	}
 }
+
+func TestHistoryErrors(t *testing.T) {
+	h := &workload.History{Ops: []workload.Op{
+		{Kind: workload.Put, Outcome: workload.Unknown, Err: "deadline", Call: 3 * time.Second},
+		{Kind: workload.Get, Outcome: workload.OK},
+		{Kind: workload.Get, Outcome: workload.Failed, Err: "deadline", Call: time.Second},
+		{Kind: workload.Get, Outcome: workload.Failed, Err: "refused", Call: 2 * time.Second},
+	}}
+	got := h.Errors(5)
+	want := []string{"2x (first at 1s): deadline", "1x (first at 2s): refused"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Errors(5) = %q, want %q", got, want)
+	}
+	if got := h.Errors(1); len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("Errors(1) = %q, want the most frequent only", got)
+	}
+}

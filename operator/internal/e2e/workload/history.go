@@ -12,7 +12,10 @@
 package workload
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -142,4 +145,34 @@ func (h *History) Counts() Counts {
 		}
 	}
 	return c
+}
+
+// Errors summarises why operations did not succeed: each distinct error with its count and the time of
+// its first occurrence since the start, most frequent first, at most limit of them.
+func (h *History) Errors(limit int) []string {
+	type tally struct {
+		n     int
+		first time.Duration
+	}
+	seen := map[string]*tally{}
+	for _, op := range h.Ops {
+		if op.Err == "" {
+			continue
+		}
+		if t := seen[op.Err]; t != nil {
+			t.n++
+			t.first = min(t.first, op.Call)
+		} else {
+			seen[op.Err] = &tally{n: 1, first: op.Call}
+		}
+	}
+	errs := slices.Collect(maps.Keys(seen))
+	slices.SortFunc(errs, func(a, b string) int {
+		return cmp.Or(cmp.Compare(seen[b].n, seen[a].n), cmp.Compare(a, b))
+	})
+	out := make([]string, 0, min(limit, len(errs)))
+	for _, e := range errs[:min(limit, len(errs))] {
+		out = append(out, fmt.Sprintf("%dx (first at %s): %s", seen[e].n, seen[e].first.Round(time.Millisecond), e))
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
 
 // DialFunc opens a connection, like net.Dialer.DialContext. The local cluster's dialer has this shape: it
@@ -131,10 +132,17 @@ func NewClient(endpoints []string, dial DialFunc) (*clientv3.Client, error) {
 		DialKeepAliveTimeout: 3 * time.Second,
 		Logger:               zap.NewNop(),
 	}
+	// Through a Service there is one address: when the member behind a connection goes away, gRPC's
+	// default reconnect back-off (1 s growing to 2 minutes) would keep the client off the Service long
+	// after other members are ready. A client meant to ride through rolling restarts retries sooner.
+	cfg.DialOptions = []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+		MinConnectTimeout: time.Second,
+	})}
 	if dial != nil {
-		cfg.DialOptions = []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+		cfg.DialOptions = append(cfg.DialOptions, grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			return dial(ctx, "tcp", addr)
-		})}
+		}))
 	}
 	cli, err := clientv3.New(cfg)
 	if err != nil {

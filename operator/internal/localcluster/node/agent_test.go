@@ -39,6 +39,7 @@ func TestAgent(t *testing.T) {
 	t.Run("etcd pod becomes ready", func(t *testing.T) { testEtcdPod(t, e) })
 	t.Run("crashing container backs off", func(t *testing.T) { testCrashLoop(t, e) })
 	t.Run("liveness failure restarts", func(t *testing.T) { testLivenessFailure(t, e) })
+	t.Run("image change restarts the container", func(t *testing.T) { testImageChange(t, e) })
 	t.Run("unknown image waits with a clear reason", func(t *testing.T) { testUnknownImage(t, e) })
 	t.Run("unsupported pod fails with a clear reason", func(t *testing.T) { testUnsupported(t, e) })
 	t.Run("persistent volume provisioned", func(t *testing.T) { testPVC(t, e) })

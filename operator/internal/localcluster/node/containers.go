@@ -32,6 +32,7 @@ type container struct {
 	delay       time.Duration // the back-off before nextStart
 	backoff     time.Duration // the back-off after the next failure
 	lastFailure string        // last reason a start failed, for the waiting state
+	restartOnce bool          // the current instance was stopped to run a changed definition
 }
 
 func newContainer(spec corev1.Container, init bool) *container {
@@ -42,6 +43,7 @@ func newContainer(spec corev1.Container, init bool) *container {
 // syncContainers runs init containers one at a time, in order, then starts or restarts the regular
 // containers according to the restart policy and back-off.
 func (w *podWorker) syncContainers() {
+	w.applyImageChanges()
 	policy := w.view.Spec.RestartPolicy
 	for _, c := range w.init {
 		if c.proc != nil {
@@ -63,6 +65,29 @@ func (w *podWorker) syncContainers() {
 			continue // running, or finished for good
 		}
 		w.startOrWait(c)
+	}
+}
+
+// applyImageChanges restarts a regular container whose image was changed in the Pod (the one container
+// field a Pod update may change), as a kubelet does when a container's definition changes: stop it with
+// the Pod's grace period, then start the new image at once, without crash back-off.
+func (w *podWorker) applyImageChanges() {
+	for i, c := range w.containers {
+		want := w.view.Spec.Containers[i]
+		if want.Image == c.spec.Image {
+			continue
+		}
+		c.spec = want
+		c.backoff, c.nextStart = 0, time.Time{}
+		if c.proc != nil {
+			w.event(w.containerRef(c), corev1.EventTypeNormal, "Killing",
+				fmt.Sprintf("Container %s definition changed, will be restarted", c.spec.Name))
+			c.restartOnce = true
+			w.stopContainer(c, containerGrace(w.view, nil), true)
+		} else if c.status.State.Terminated != nil {
+			c.status.LastTerminationState = c.status.State
+			c.setWaiting("ContainerCreating", "")
+		}
 	}
 }
 
@@ -164,6 +189,7 @@ func (w *podWorker) startContainer(c *container) error {
 	w.event(w.containerRef(c), corev1.EventTypeNormal, "Created", "Created container: "+c.spec.Name)
 	w.event(w.containerRef(c), corev1.EventTypeNormal, "Started", "Started container "+c.spec.Name)
 	c.everRan, c.proc, c.killing, c.lastFailure = true, proc, false, ""
+	c.status.Image, c.status.ImageID = c.spec.Image, "localcluster://"+c.spec.Image
 	c.instance++
 	c.startedAt = time.Now()
 	delete(w.reported, "BackOff/"+w.containerRef(c).FieldPath)
@@ -250,6 +276,10 @@ func (w *podWorker) recordExit(c *container, st podruntime.ExitStatus, reason, m
 func (w *podWorker) restartsAfter(c *container, code int32) bool {
 	if w.term != nil {
 		return false // the Pod is being deleted
+	}
+	if c.restartOnce {
+		c.restartOnce = false
+		return true // stopped to run a changed definition: runs again whatever the policy
 	}
 	return willRestart(w.view.Spec.RestartPolicy, c.init, code)
 }

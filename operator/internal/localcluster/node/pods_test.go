@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -426,4 +428,62 @@ func testUnsupported(t *testing.T, e *env) {
 			strings.Contains(p.Status.Message, "hostNetwork"), fmt.Sprintf("%s %s %s", p.Status.Phase, p.Status.Reason, p.Status.Message)
 	})
 	deletePod(t, e, "host-network")
+}
+
+// testImageChange changes a running Pod's image (how the operator upgrades a member): the container is
+// stopped gracefully and started again on the new image's binary, which then answers with its version.
+func testImageChange(t *testing.T, e *env) {
+	const oldImage = "quay.io/coreos/etcd:v3.5.21"
+	pod := etcdPod("etcd-u", emptyDir())
+	pod.Spec.Containers[0].Image = oldImage
+	ctx := context.Background()
+	if _, err := e.client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, e, "etcd-u", 60*time.Second)
+	p, err := getPod(e, "etcd-u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := etcdVersion(t, e, p.Status.PodIP); v != "3.5.21" {
+		t.Fatalf("before the change etcd reports version %q, want 3.5.21", v)
+	}
+	p.Spec.Containers[0].Image = etcdImage
+	if _, err := e.client.CoreV1().Pods("default").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	took := waitFor(t, 60*time.Second, "restart on the new image", func() (bool, string) {
+		p, err := getPod(e, "etcd-u")
+		if err != nil || len(p.Status.ContainerStatuses) == 0 {
+			return false, fmt.Sprint(err)
+		}
+		cs := p.Status.ContainerStatuses[0]
+		last := cs.LastTerminationState.Terminated
+		return cs.Image == etcdImage && cs.Ready && cs.RestartCount == 1 && last != nil && last.ExitCode == 143,
+			fmt.Sprintf("%+v", cs)
+	})
+	t.Logf("image change: ready on the new image after %v", took.Round(time.Millisecond))
+	if v := etcdVersion(t, e, p.Status.PodIP); v != "3.6.7" {
+		t.Fatalf("after the image change etcd reports version %q, want 3.6.7", v)
+	}
+	checkEvents(t, e, "etcd-u", "Killing")
+	deletePod(t, e, "etcd-u")
+}
+
+// etcdVersion asks the etcd server at ip for its version (GET /version on the client port).
+func etcdVersion(t *testing.T, e *env, ip string) string {
+	t.Helper()
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: e.cluster.RESTConfig().Dial}}
+	resp, err := hc.Get("http://" + net.JoinHostPort(ip, "2379") + "/version")
+	if err != nil {
+		t.Fatalf("etcd version at %s: %v", ip, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var v struct {
+		Server string `json:"etcdserver"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatalf("etcd version at %s: %v", ip, err)
+	}
+	return v.Server
 }
