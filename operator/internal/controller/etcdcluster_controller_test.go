@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/quorumkit/etcd-operator/operator/api/v1alpha1"
+	"github.com/quorumkit/etcd-operator/operator/internal/etcdclient"
 )
 
 func spec3() etcdv1.EtcdClusterSpec {
@@ -323,4 +325,34 @@ func verbs(calls []string) []string {
 		out[i], _, _ = strings.Cut(c, " ")
 	}
 	return out
+}
+
+// Before any member runs nothing can answer etcd calls, and waiting for the member list to time out
+// would hold up creating the Pods: the first reconcile does not ask.
+func TestFirstReconcileCreatesPodsWithoutAskingEtcd(t *testing.T) {
+	h := newHarness(t, spec3())
+	asked := &countingUnreachable{}
+	h.r.Etcd = func(etcdclient.Config) (etcdclient.Client, error) { return asked, nil }
+	h.reconcile()
+	if got := h.podNames(); len(got) != 3 {
+		t.Fatalf("pods = %v, want the three initial members", got)
+	}
+	if asked.memberLists != 0 {
+		t.Errorf("the first reconcile asked etcd for the member list %d times before any member ran", asked.memberLists)
+	}
+	h.setPhase(h.pods()["e-0"], corev1.PodRunning)
+	h.reconcile()
+	if asked.memberLists == 0 {
+		t.Errorf("with a member Pod running the reconcile must ask etcd whether the cluster formed")
+	}
+}
+
+type countingUnreachable struct {
+	unreachable
+	memberLists int
+}
+
+func (c *countingUnreachable) MemberList(ctx context.Context) ([]etcdclient.Member, error) {
+	c.memberLists++
+	return c.unreachable.MemberList(ctx)
 }

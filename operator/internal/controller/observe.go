@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -56,9 +57,15 @@ func (r *Reconciler) observe(ctx context.Context, cluster *etcdv1.EtcdCluster, e
 	if err := r.listOwned(ctx, cluster, o); err != nil {
 		return nil, err
 	}
-	listCtx, cancel := context.WithTimeout(ctx, memberListTimeout)
-	o.members, o.listErr = etcd.MemberList(listCtx)
-	cancel()
+	if cluster.Status.ClusterID == "" && !anyPodRunning(o.pods) {
+		// Not bootstrapped and no member process yet: nothing can answer, and asking would only hold
+		// up the first reconcile, which creates the Pods, for the whole member list timeout.
+		o.listErr = errNoMemberRunning
+	} else {
+		listCtx, cancel := context.WithTimeout(ctx, memberListTimeout)
+		o.members, o.listErr = etcd.MemberList(listCtx)
+		cancel()
+	}
 	if o.listErr == nil {
 		o.checks = checkMembers(ctx, etcd, o.members)
 	} else {
@@ -70,6 +77,18 @@ func (r *Reconciler) observe(ctx context.Context, cluster *etcdv1.EtcdCluster, e
 	}
 	o.plan = r.planView(cluster, o, lost)
 	return o, nil
+}
+
+// errNoMemberRunning stands for the member list of a cluster none of whose members runs yet.
+var errNoMemberRunning = errors.New("no member Pod is running yet")
+
+func anyPodRunning(pods map[string]*corev1.Pod) bool {
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodRunning {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Reconciler) listOwned(ctx context.Context, cluster *etcdv1.EtcdCluster, o *observation) error {

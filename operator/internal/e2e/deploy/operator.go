@@ -66,28 +66,54 @@ func Operator(ctx context.Context, c client.Client, root string, mutate func(*un
 // SetEnv returns a mutate function for Operator that sets an environment variable on the manager
 // container (the crash hook of the end-to-end suite).
 func SetEnv(name, value string) func(*unstructured.Unstructured) {
+	return onManager(func(ctr map[string]any) {
+		env, _ := ctr["env"].([]any)
+		kept := []any{}
+		for _, e := range env {
+			if m, ok := e.(map[string]any); !ok || m["name"] != name {
+				kept = append(kept, e)
+			}
+		}
+		if value != "" {
+			kept = append(kept, map[string]any{"name": name, "value": value})
+		}
+		ctr["env"] = kept
+	})
+}
+
+// AddArgs returns a mutate function for Operator that appends flags to the manager's arguments (a
+// later flag wins over an earlier one).
+func AddArgs(args ...string) func(*unstructured.Unstructured) {
+	return onManager(func(ctr map[string]any) {
+		have, _ := ctr["args"].([]any)
+		for _, a := range args {
+			have = append(have, a)
+		}
+		ctr["args"] = have
+	})
+}
+
+// All chains mutate functions for Operator.
+func All(fns ...func(*unstructured.Unstructured)) func(*unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) {
+		for _, f := range fns {
+			f(u)
+		}
+	}
+}
+
+// onManager applies change to the manager container of the operator's Deployment.
+func onManager(change func(ctr map[string]any)) func(*unstructured.Unstructured) {
 	return func(u *unstructured.Unstructured) {
 		if u.GetKind() != "Deployment" {
 			return
 		}
 		containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
 		for i, raw := range containers {
-			ctr, ok := raw.(map[string]any)
-			if !ok || ctr["name"] != Container {
-				continue
+			if ctr, ok := raw.(map[string]any); ok && ctr["name"] == Container {
+				change(ctr)
+				containers[i] = ctr
 			}
-			env, _ := ctr["env"].([]any)
-			kept := []any{}
-			for _, e := range env {
-				if m, ok := e.(map[string]any); !ok || m["name"] != name {
-					kept = append(kept, e)
-				}
-			}
-			if value != "" {
-				kept = append(kept, map[string]any{"name": name, "value": value})
-			}
-			ctr["env"] = kept
-			containers[i] = ctr
 		}
 		_ = unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
 	}
