@@ -31,7 +31,8 @@ func (b *bench) print(w io.Writer, floors [2]floor.Floors) {
 	row("member Pod deleted -> all healthy", b.podDeleted, f3.FollowerRecovery, "under 10s")
 	row("etcd process killed -> all healthy", b.processKilled, f3.FollowerRecovery, "under 10s")
 	row("rolling upgrade 3.5->3.6, 3 members", b.upgrade, nil, "under 30s")
-	fmt.Fprintf(tw, "failed client operations during upgrade\t%d\t-\t-\t0 beyond retried ones\n", medianInt(b.upgradeFailedOps))
+	fmt.Fprintf(tw, "failed client operations during upgrade\t%d (max %d)\t-\t-\t0 beyond retried ones\n",
+		medianInt(b.upgradeFailedOps), slices.Max(append([]int{0}, b.upgradeFailedOps...)))
 	i := b.idle
 	fmt.Fprintf(tw, "idle, %d clusters: Kubernetes API requests/min\t%.0f\t-\t-\t-\n", i.clusters, i.apiPerMinute)
 	fmt.Fprintf(tw, "idle, %d clusters: etcd requests/min\t%.0f\t-\t-\t-\n", i.clusters, i.etcdPerMinute)

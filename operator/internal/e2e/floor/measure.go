@@ -51,7 +51,8 @@ func (f Floors) String() string {
 func Measure(ctx context.Context, binary string, n, runs int, dir string, extraArgs ...string) (Floors, error) {
 	f := Floors{Members: n}
 	for run := range runs {
-		c, boot, err := Bootstrap(ctx, binary, n, filepath.Join(dir, fmt.Sprintf("run%d", run)), extraArgs...)
+		// Per size and run: a directory reused by another bootstrap would restart its members on old data.
+		c, boot, err := Bootstrap(ctx, binary, n, filepath.Join(dir, fmt.Sprintf("%d-members-run%d", n, run)), extraArgs...)
 		if err != nil {
 			return f, err
 		}
