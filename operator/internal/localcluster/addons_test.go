@@ -139,8 +139,9 @@ func testPodToServiceToPod(ctx context.Context, t *testing.T, c *Cluster) {
 	svcIP := createEchoService(ctx, t, c.Client(), "10.244.9.2", 8080)
 	created := time.Now()
 	var conn net.Conn
-	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
-		attempt, cancel := context.WithTimeout(ctx, 100*time.Millisecond) // fails for want of ARP until the rules exist
+	// Usually well under a second; the generous bounds are for two cores shared with other test packages.
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		attempt, cancel := context.WithTimeout(ctx, 500*time.Millisecond) // fails for want of ARP until the rules exist
 		defer cancel()
 		var err error
 		conn, err = client.dialContext(attempt, "tcp", net.JoinHostPort(svcIP, "80"))
