@@ -16,8 +16,9 @@ const (
 const (
 	// ReasonQuorumHealthy (Available=True): a quorum of voters answers health checks.
 	ReasonQuorumHealthy = "QuorumHealthy"
-	// ReasonBootstrapping (Available=False, Degraded=False): the initial members are starting and have not
-	// formed a cluster.
+	// ReasonBootstrapping (Available=False, Degraded=False): the initial members are starting: they have
+	// not formed a cluster yet, or have but a quorum of them is not yet healthy with Ready Pods. A cluster
+	// that was Available once reports QuorumLost instead.
 	ReasonBootstrapping = "Bootstrapping"
 	// ReasonQuorumLost (Available=False, Degraded=True): fewer than a quorum of voters are healthy (or some
 	// members answer but none can serve the member list). The

@@ -356,3 +356,36 @@ func (c *countingUnreachable) MemberList(ctx context.Context) ([]etcdclient.Memb
 	c.memberLists++
 	return c.unreachable.MemberList(ctx)
 }
+
+// Between the initial members forming a cluster and a quorum of their Pods turning Ready, the cluster is
+// being created: Bootstrapping, not a lost quorum. Once it was Available, the same state is QuorumLost.
+func TestFormingClusterIsBootstrappingNotQuorumLost(t *testing.T) {
+	h := newHarness(t, spec3())
+	h.reconcile() // creates the initial members
+	h.runPods()
+	notReady := func(names ...string) {
+		for _, n := range names {
+			p := h.pods()[n]
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+			must(t, h.c.Status().Update(h.ctx, p))
+		}
+	}
+	notReady("e-0", "e-1")
+	h.reconcile()
+	cl := h.cluster()
+	wantCondition(t, cl, etcdv1.ConditionAvailable, metav1.ConditionFalse, etcdv1.ReasonBootstrapping)
+	wantCondition(t, cl, etcdv1.ConditionDegraded, metav1.ConditionFalse, etcdv1.ReasonBootstrapping)
+	if c := findCondition(cl, etcdv1.ConditionAvailable); !strings.Contains(c.Message, "1 of 3 are healthy and Ready, 2 needed") {
+		t.Errorf("Available message = %q, want the count of healthy and Ready members", c.Message)
+	}
+
+	for _, n := range []string{"e-0", "e-1"} {
+		h.setPhase(h.pods()[n], corev1.PodRunning) // Ready again
+	}
+	h.settle()
+	wantCondition(t, h.cluster(), etcdv1.ConditionAvailable, metav1.ConditionTrue, etcdv1.ReasonQuorumHealthy)
+	notReady("e-0", "e-1")
+	h.reconcile()
+	wantCondition(t, h.cluster(), etcdv1.ConditionAvailable, metav1.ConditionFalse, etcdv1.ReasonQuorumLost)
+	wantCondition(t, h.cluster(), etcdv1.ConditionDegraded, metav1.ConditionTrue, etcdv1.ReasonQuorumLost)
+}

@@ -145,7 +145,9 @@ func (r *Reconciler) setConditions(cluster *etcdv1.EtcdCluster, obs *observation
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&cluster.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: cluster.Generation})
 	}
-	status, reason, msg := available(cluster, obs)
+	// Read before Available is rewritten: was the cluster ever available?
+	forming := stillForming(cluster)
+	status, reason, msg := available(cluster, obs, forming)
 	set(etcdv1.ConditionAvailable, status, reason, msg)
 
 	progressing := metav1.ConditionTrue
@@ -155,7 +157,7 @@ func (r *Reconciler) setConditions(cluster *etcdv1.EtcdCluster, obs *observation
 	set(etcdv1.ConditionProgressing, progressing, a.Reason, a.Message)
 
 	prev := meta.FindStatusCondition(cluster.Status.Conditions, etcdv1.ConditionDegraded)
-	status, reason, msg = degraded(obs, a, actErr)
+	status, reason, msg = degraded(obs, a, actErr, forming)
 	if reason == etcdv1.ReasonChangeRefused && (prev == nil || prev.Reason != reason || prev.Message != msg) {
 		// One event per new refusal, not one per reconcile while it stands.
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, EventChangeRefused, string(a.Kind), "%s", msg)
@@ -163,11 +165,21 @@ func (r *Reconciler) setConditions(cluster *etcdv1.EtcdCluster, obs *observation
 	set(etcdv1.ConditionDegraded, status, reason, msg)
 }
 
-func available(cluster *etcdv1.EtcdCluster, obs *observation) (metav1.ConditionStatus, string, string) {
+// stillForming reports whether the cluster has never been Available: between the initial members
+// forming a cluster and a quorum of them turning healthy and Ready, that is creation, not a lost quorum.
+func stillForming(cluster *etcdv1.EtcdCluster) bool {
+	c := meta.FindStatusCondition(cluster.Status.Conditions, etcdv1.ConditionAvailable)
+	return c == nil || c.Reason == etcdv1.ReasonBootstrapping
+}
+
+func available(cluster *etcdv1.EtcdCluster, obs *observation, forming bool) (metav1.ConditionStatus, string, string) {
 	v, h := count(obs.plan, plan.Member.Voter), count(obs.plan, healthyVoter)
 	switch {
 	case !obs.plan.Bootstrapped:
 		return metav1.ConditionFalse, etcdv1.ReasonBootstrapping, "the initial members have not formed a cluster yet"
+	case forming && obs.listErr == nil && h < plan.Quorum(v):
+		return metav1.ConditionFalse, etcdv1.ReasonBootstrapping,
+			fmt.Sprintf("the initial members formed a cluster; %d of %d are healthy and Ready, %d needed", h, v, plan.Quorum(v))
 	case obs.listErr != nil && obs.answering > 0:
 		return metav1.ConditionFalse, etcdv1.ReasonQuorumLost,
 			fmt.Sprintf("%d of %d known members answer but the member list fails (%v); no membership change is made until quorum returns",
@@ -183,11 +195,11 @@ func available(cluster *etcdv1.EtcdCluster, obs *observation) (metav1.ConditionS
 
 const quorumLostHelp = "quorum is lost; members recover as their Pods come back; if a majority lost its data, restore from a backup"
 
-func degraded(obs *observation, a plan.Action, actErr error) (metav1.ConditionStatus, string, string) {
+func degraded(obs *observation, a plan.Action, actErr error, forming bool) (metav1.ConditionStatus, string, string) {
 	v, h := count(obs.plan, plan.Member.Voter), count(obs.plan, healthyVoter)
 	bootstrapped := obs.plan.Bootstrapped
 	switch {
-	case !bootstrapped && actErr == nil:
+	case (!bootstrapped || forming && obs.listErr == nil && h < plan.Quorum(v)) && actErr == nil:
 		return metav1.ConditionFalse, etcdv1.ReasonBootstrapping, "the cluster is being created"
 	case actErr != nil:
 		return metav1.ConditionTrue, etcdv1.ReasonActionFailed, fmt.Sprintf("%s %s failed: %v", a.Kind, a.Member, actErr)
