@@ -119,15 +119,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if r.AfterAction != nil && requeue == 0 && action.Kind != plan.None && action.Kind != plan.Wait {
 		r.AfterAction(action)
 	}
-	return ctrl.Result{RequeueAfter: r.requeueAfter(action, requeue)}, nil
+	return ctrl.Result{RequeueAfter: r.requeueAfter(action, requeue, obs.listErr != nil || unhealthy(obs.plan) != "")}, nil
 }
 
 // requeueAfter: soon after a step (etcd changes fire no watch), at the action's pace while waiting, and
-// at the resync interval when settled.
-func (r *Reconciler) requeueAfter(a plan.Action, override time.Duration) time.Duration {
+// at the resync interval when settled. A cluster with nothing to do but an unhealthy member (a partition,
+// a member catching up) is looked at as often as one in progress: its recovery shows only in etcd, which
+// sends no events, and status should say so promptly.
+func (r *Reconciler) requeueAfter(a plan.Action, override time.Duration, unhealthy bool) time.Duration {
 	switch {
 	case override > 0:
 		return override
+	case a.Kind == plan.None && unhealthy:
+		return min(plan.PollProgress, r.Resync)
 	case a.Kind == plan.None:
 		return r.Resync
 	case a.Kind == plan.Wait:

@@ -16,6 +16,7 @@ import (
 
 	etcdv1 "github.com/quorumkit/etcd-operator/operator/api/v1alpha1"
 	"github.com/quorumkit/etcd-operator/operator/internal/etcdclient"
+	"github.com/quorumkit/etcd-operator/operator/internal/plan"
 )
 
 func spec3() etcdv1.EtcdClusterSpec {
@@ -388,4 +389,18 @@ func TestFormingClusterIsBootstrappingNotQuorumLost(t *testing.T) {
 	h.reconcile()
 	wantCondition(t, h.cluster(), etcdv1.ConditionAvailable, metav1.ConditionFalse, etcdv1.ReasonQuorumLost)
 	wantCondition(t, h.cluster(), etcdv1.ConditionDegraded, metav1.ConditionTrue, etcdv1.ReasonQuorumLost)
+}
+
+// A settled, healthy cluster is looked at again at the resync interval; one with an unhealthy member and
+// nothing to do (a partitioned member, say) much sooner, since its recovery sends no event.
+func TestUnhealthyClusterIsCheckedSoonerThanResync(t *testing.T) {
+	h := newHarness(t, spec3())
+	h.settle()
+	if res := h.reconcile(); res.RequeueAfter != h.r.Resync {
+		t.Fatalf("healthy cluster: requeue after %v, want the resync interval %v", res.RequeueAfter, h.r.Resync)
+	}
+	h.etcd.SetDown(nonLeader(h), true)
+	if res := h.reconcile(); res.RequeueAfter <= 0 || res.RequeueAfter > plan.PollProgress {
+		t.Fatalf("cluster with a member down: requeue after %v, want at most %v", res.RequeueAfter, plan.PollProgress)
+	}
 }

@@ -45,6 +45,28 @@ func otherMember(t *testing.T, ctx context.Context, ns, name, pod string) string
 	return ""
 }
 
+// followerAwayFromOperator returns a member that does not lead and runs on a node the operator's Pod
+// does not run on, and that node. With three members on three nodes there always is one.
+func followerAwayFromOperator(t *testing.T, ctx context.Context, ns, name string) (pod, node string) {
+	t.Helper()
+	var ops corev1.PodList
+	if err := env.Client.List(ctx, &ops, client.InNamespace(deploy.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	avoid := map[string]bool{}
+	for _, p := range ops.Items {
+		avoid[p.Spec.NodeName] = true
+	}
+	leader := mustLeader(t, ctx, ns, name)
+	for _, p := range memberPods(t, ctx, ns, name) {
+		if p.Name != leader && !avoid[p.Spec.NodeName] {
+			return p.Name, p.Spec.NodeName
+		}
+	}
+	t.Fatalf("%s/%s has no follower away from the operator's nodes %v", ns, name, avoid)
+	return "", ""
+}
+
 func nodeOf(t *testing.T, ctx context.Context, ns, pod string) string {
 	t.Helper()
 	node, err := env.NodeOf(ctx, ns, pod)
