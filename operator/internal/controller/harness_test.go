@@ -267,8 +267,12 @@ func (v versionFromImage) Status(ctx context.Context, endpoint string) (etcdclie
 	if err != nil {
 		return st, err
 	}
-	for _, p := range v.h.pods() {
-		if arg(p, "advertise-client-urls") == endpoint {
+	// Called from the reconciler's goroutines (the manager's too), so no t.Fatal here: a failed list
+	// just leaves the fake's version.
+	var pods corev1.PodList
+	_ = v.h.c.List(ctx, &pods, client.InNamespace(v.h.ns))
+	for i := range pods.Items {
+		if p := &pods.Items[i]; arg(p, "advertise-client-urls") == endpoint {
 			img := p.Spec.Containers[0].Image
 			st.Version = img[strings.LastIndex(img, ":v")+2:]
 		}

@@ -29,8 +29,11 @@ func TestRunsUnderTheManager(t *testing.T) {
 	r.Resync = time.Second
 	must(t, r.SetupWithManager(mgr))
 	ctx, cancel := context.WithCancel(h.ctx)
-	defer cancel()
-	go func() { _ = mgr.Start(ctx) }()
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = mgr.Start(ctx) }()
+	// Stop the manager and wait for reconciles in flight: they use the harness, which must not outlive
+	// the test.
+	defer func() { cancel(); <-stopped }()
 
 	deadline := time.Now().Add(30 * time.Second)
 	for {
