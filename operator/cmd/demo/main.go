@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/quorumkit/etcd-operator/operator/internal/e2e/harness"
 )
 
@@ -69,9 +71,10 @@ func usage(env *harness.Env) {
 `, env.Cluster.Kubeconfig(), env.Cluster.Dir())
 }
 
+// isTerminal asks the terminal driver; a character device alone (/dev/null is one) is not a terminal.
 func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 func step(msg string) { fmt.Printf("\n==> %s\n", msg) }
