@@ -70,7 +70,7 @@ e2e: cluster-tools ## End-to-end suite: the operator as a Pod on the local clust
 	$(GO) test -tags $(TAGS) ./operator/internal/e2e/ -count=1 -timeout 25m -v -run '$(or $(RUN),.)'
 
 .PHONY: bench
-bench: cluster-tools ## Benchmark table: the operator on the local cluster against the static-bootstrap floor (root; about 15 minutes).
+bench: cluster-tools ## Benchmark table: the operator on the local cluster against the static-bootstrap floor (root; about 5 minutes).
 	$(GO) run -tags $(TAGS) ./operator/cmd/bench $(BENCHFLAGS)
 
 .PHONY: fuzz
