@@ -140,6 +140,12 @@ cluster-tools: envtest-tools build ## Everything the local cluster runs: kube-pr
 	@$(BUILD_TOOL) etcd-v3.5 go.etcd.io/etcd/server/v3 etcd-v3.5.21
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/podinit ./operator/cmd/podinit
 
+.PHONY: olm-tools
+olm-tools: ## OLM v0.41.0's olm, catalog and package-server (for issue 5, not yet run by any test; about 2 minutes cold).
+	@$(BUILD_TOOL) olm github.com/operator-framework/operator-lifecycle-manager/cmd/olm olm
+	@$(BUILD_TOOL) olm github.com/operator-framework/operator-lifecycle-manager/cmd/catalog catalog
+	@$(BUILD_TOOL) olm github.com/operator-framework/operator-lifecycle-manager/cmd/package-server package-server
+
 .PHONY: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(OPM) $(PROBE)
 $(CONTROLLER_GEN):
 	@$(BUILD_TOOL) controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen controller-gen
