@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -403,4 +404,49 @@ func TestUnhealthyClusterIsCheckedSoonerThanResync(t *testing.T) {
 	if res := h.reconcile(); res.RequeueAfter <= 0 || res.RequeueAfter > plan.PollProgress {
 		t.Fatalf("cluster with a member down: requeue after %v, want at most %v", res.RequeueAfter, plan.PollProgress)
 	}
+}
+
+// A member whose Pod is gone has no process: asking it would cost the check timeout on every reconcile
+// before it can be replaced. It is not asked, counts as unhealthy, and its replacement starts at once.
+func TestMemberWithoutPodIsNotAsked(t *testing.T) {
+	h := newHarness(t, spec3())
+	h.settle()
+	victim := nonLeader(h)
+	victimURL := arg(h.pods()[victim], "advertise-client-urls")
+	h.deletePod(victim)
+	asked := &statusRecorder{}
+	factory := h.r.Etcd
+	h.r.Etcd = func(cfg etcdclient.Config) (etcdclient.Client, error) {
+		c, err := factory(cfg)
+		asked.Client = c
+		return asked, err
+	}
+	h.reconcile()
+	if slices.Contains(asked.endpoints, victimURL) {
+		t.Errorf("asked %s, whose Pod is gone, for its status: %v", victim, asked.endpoints)
+	}
+	if len(asked.endpoints) != 2 {
+		t.Errorf("asked %v, want the two members with Pods", asked.endpoints)
+	}
+	for _, m := range h.cluster().Status.Members {
+		if m.Name == victim && m.Healthy {
+			t.Errorf("%s has no Pod but is reported healthy", victim)
+		}
+	}
+	if ev := strings.Join(h.events(), "\n"); !strings.Contains(ev, "MemberRemoved") {
+		t.Errorf("the member without a Pod was not removed for replacement in the same pass; events:\n%s", ev)
+	}
+}
+
+type statusRecorder struct {
+	etcdclient.Client
+	mu        sync.Mutex
+	endpoints []string
+}
+
+func (s *statusRecorder) Status(ctx context.Context, endpoint string) (etcdclient.Status, error) {
+	s.mu.Lock()
+	s.endpoints = append(s.endpoints, endpoint)
+	s.mu.Unlock()
+	return s.Client.Status(ctx, endpoint)
 }

@@ -67,7 +67,7 @@ func (r *Reconciler) observe(ctx context.Context, cluster *etcdv1.EtcdCluster, e
 		cancel()
 	}
 	if o.listErr == nil {
-		o.checks = checkMembers(ctx, etcd, o.members)
+		o.checks = checkMembers(ctx, etcd, o.members, func(m etcdclient.Member) bool { return o.cannotAnswer(cluster, m) })
 	} else {
 		o.answering = countAnswering(ctx, etcd, r.Objects.DNS(cluster), cluster.Status.Members)
 	}
@@ -116,14 +116,28 @@ func (r *Reconciler) listOwned(ctx context.Context, cluster *etcdv1.EtcdCluster,
 	return nil
 }
 
-// checkMembers asks every started member for its status and health, in parallel, each bounded.
-func checkMembers(ctx context.Context, etcd etcdclient.Client, members []etcdclient.Member) map[uint64]memberCheck {
+// cannotAnswer reports whether a member is known to have no process: it is one of ours (named after the
+// cluster) and its Pod is gone, terminating or not running. Asking it would only cost the check timeout,
+// once per reconcile, before the planner can replace it; it stays unchecked, hence unhealthy. A member
+// added by hand, with no Pod of ours, is always asked.
+func (o *observation) cannotAnswer(cluster *etcdv1.EtcdCluster, m etcdclient.Member) bool {
+	name := memberName(m)
+	if _, ours := etcdv1.MemberIndex(cluster.Name, name); !ours {
+		return false
+	}
+	p := o.pods[name]
+	return p == nil || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning
+}
+
+// checkMembers asks every started member for its status and health, in parallel, each bounded, except
+// those skip rules out.
+func checkMembers(ctx context.Context, etcd etcdclient.Client, members []etcdclient.Member, skip func(etcdclient.Member) bool) map[uint64]memberCheck {
 	out := make(map[uint64]memberCheck, len(members))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, m := range members {
-		if len(m.ClientURLs) == 0 {
-			continue // never started: nothing to ask
+		if len(m.ClientURLs) == 0 || skip(m) {
+			continue // never started, or no process to ask
 		}
 		wg.Add(1)
 		go func() {

@@ -87,13 +87,13 @@ func memberStatuses(obs *observation) []etcdv1.MemberStatus {
 	leader := obs.leaderID()
 	out := make([]etcdv1.MemberStatus, 0, len(obs.members))
 	for _, m := range obs.members {
-		check := obs.checks[m.ID]
+		check, checked := obs.checks[m.ID] // unchecked: never started, or no process to ask
 		ms := etcdv1.MemberStatus{
 			Name:    memberName(m),
 			ID:      hexID(m.ID),
 			Role:    etcdv1.RoleVoter,
 			Leader:  m.ID == leader,
-			Healthy: check.healthy(),
+			Healthy: checked && check.healthy(),
 			Version: check.status.Version,
 			Alarms:  check.status.Errors,
 		}
