@@ -148,7 +148,9 @@ func testPodToServiceToPod(ctx context.Context, t *testing.T, c *Cluster) {
 		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("pod to Service %s:80: %v", svcIP, err)
+		t.Errorf("pod to Service %s:80: %v", svcIP, err)
+		dumpProxyState(t, c, svcIP)
+		t.FailNow()
 	}
 	defer func() { _ = conn.Close() }()
 	t.Logf("new Service reachable through its ClusterIP %v after creation", time.Since(created).Round(time.Millisecond))
@@ -419,4 +421,28 @@ func runHelperCluster() {
 	}
 	fmt.Printf("%s %s\n", c.NetNS(), c.Dir())
 	select {}
+}
+
+// dumpProxyState logs what explains an unreachable Service: kube-proxy's rules for it, the Service's
+// EndpointSlices, and the end of kube-proxy's log.
+func dumpProxyState(t *testing.T, c *Cluster, svcIP string) {
+	t.Helper()
+	out, err := c.Command("nft", "list", "table", "ip", "kube-proxy").CombinedOutput()
+	var rules []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, svcIP) || strings.Contains(l, "10.244.9.") || strings.Contains(l, "echo") {
+			rules = append(rules, strings.TrimSpace(l))
+		}
+	}
+	t.Logf("kube-proxy's nftables rules about %s (err %v):\n%s", svcIP, err, strings.Join(rules, "\n"))
+	slices, err := c.Client().DiscoveryV1().EndpointSlices("default").List(context.Background(), metav1.ListOptions{})
+	if err == nil {
+		for _, es := range slices.Items {
+			t.Logf("EndpointSlice %s labels %v endpoints %+v ports %+v", es.Name, es.Labels, es.Endpoints, es.Ports)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(c.Dir(), "logs", "kube-proxy.log")); err == nil {
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		t.Logf("kube-proxy log, last lines:\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
+	}
 }
