@@ -131,20 +131,25 @@ func (c Counts) String() string {
 func (h *History) Counts() Counts {
 	var c Counts
 	for _, op := range h.Ops {
-		kc := &c.Gets
-		if op.Kind == Put {
-			kc = &c.Puts
-		}
-		switch op.Outcome {
-		case OK:
-			kc.OK++
-		case Unknown:
-			kc.Unknown++
-		default:
-			kc.Failed++
-		}
+		c.add(op)
 	}
 	return c
+}
+
+// add counts one operation under its kind and outcome.
+func (c *Counts) add(op Op) {
+	kc := &c.Gets
+	if op.Kind == Put {
+		kc = &c.Puts
+	}
+	switch op.Outcome {
+	case OK:
+		kc.OK++
+	case Unknown:
+		kc.Unknown++
+	default:
+		kc.Failed++
+	}
 }
 
 // Errors summarises why operations did not succeed: each distinct error with its count and the time of

@@ -212,18 +212,7 @@ func (r *Runner) loop(id int, cli *clientv3.Client) {
 func (r *Runner) count(op Op) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	kc := &r.progress.Gets
-	if op.Kind == Put {
-		kc = &r.progress.Puts
-	}
-	switch op.Outcome {
-	case OK:
-		kc.OK++
-	case Unknown:
-		kc.Unknown++
-	default:
-		kc.Failed++
-	}
+	r.progress.add(op)
 }
 
 // put writes value and records the outcome.
