@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/quorumkit/etcd-operator/operator/internal/logtail"
 )
 
 // process is one control-plane component running inside the cluster's namespace. Its output goes to a
@@ -83,13 +85,9 @@ func (p *process) stop(grace time.Duration) {
 
 // tail returns the last lines of the process's log, for error messages.
 func (p *process) tail(lines int) string {
-	data, err := os.ReadFile(p.logPath)
+	all, err := logtail.Lines(p.logPath, lines, 0)
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
-	}
-	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
 	}
 	return fmt.Sprintf("--- last %d lines of %s's log ---\n%s", len(all), p.name, strings.Join(all, "\n"))
 }

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+
+	"github.com/quorumkit/etcd-operator/operator/internal/logtail"
 )
 
 // process is one etcd process. A goroutine reaps it, so exited() can be asked at any time.
@@ -69,11 +71,9 @@ func (p *process) kill() {
 }
 
 func (p *process) tail(lines int) string {
-	data, err := os.ReadFile(p.logPath)
+	all, err := logtail.Lines(p.logPath, lines, 0)
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
-	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	all = all[max(0, len(all)-lines):]
 	return fmt.Sprintf("--- last lines of %s ---\n%s", p.logPath, strings.Join(all, "\n"))
 }

@@ -1,14 +1,15 @@
 package harness
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
+
+	"github.com/quorumkit/etcd-operator/operator/internal/logtail"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,7 +50,11 @@ func (e *Env) DumpLogs(ctx context.Context, w io.Writer, ns string, lines int) {
 			files, _ := filepath.Glob(filepath.Join(e.Cluster.Dir(), "nodes", "*", "pods", string(p.UID), "logs", "*.log"))
 			for _, f := range files {
 				_, _ = fmt.Fprintf(w, "----- %s/%s %s (last %d lines)\n", namespace, p.Name, filepath.Base(f), lines)
-				_, _ = w.Write(tail(f, lines))
+				all, err := logtail.Lines(f, lines, 0)
+				if err != nil {
+					all = []string{err.Error()}
+				}
+				_, _ = fmt.Fprintln(w, strings.Join(all, "\n"))
 			}
 		}
 	}
@@ -63,21 +68,4 @@ func eventTime(ev *corev1.Event) time.Time {
 		return ev.EventTime.Time
 	}
 	return ev.CreationTimestamp.Time
-}
-
-// tail returns the last n lines of a file (all of it when shorter), or the error reading it.
-func tail(path string, n int) []byte {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return []byte(err.Error() + "\n")
-	}
-	data = bytes.TrimRight(data, "\n")
-	for i := len(data) - 1; i >= 0; i-- {
-		if data[i] == '\n' {
-			if n--; n == 0 {
-				return append(data[i+1:], '\n')
-			}
-		}
-	}
-	return append(data, '\n')
 }

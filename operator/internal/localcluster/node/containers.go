@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/quorumkit/etcd-operator/operator/internal/logtail"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -357,16 +359,9 @@ func (w *podWorker) powerOff() {
 
 // logTail returns at most the last lines lines (and maxBytes bytes) of a log, for termination messages.
 func logTail(path string, lines, maxBytes int) string {
-	data, err := os.ReadFile(path)
+	all, err := logtail.Lines(path, lines, maxBytes)
 	if err != nil {
 		return ""
-	}
-	if len(data) > maxBytes {
-		data = data[len(data)-maxBytes:]
-	}
-	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
 	}
 	return strings.Join(all, "\n")
 }
